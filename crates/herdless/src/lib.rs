@@ -1,0 +1,33 @@
+//! # herdless
+//!
+//! User-space wait/wake primitives that never wake a herd, never wake while
+//! holding a lock, and never take a lock when nobody waits. Each component
+//! re-creates one Linux kernel scalability patch (a "seed") and keeps the
+//! seed's "before" behaviour selectable at construction, so the lab
+//! (`herdless-lab`) can measure both in one run.
+//!
+//! | module | seed | what it is |
+//! |---|---|---|
+//! | [`parker`] | — | one sleeping thread and a handle that wakes it |
+//! | [`futex`] | 004 | address-keyed wait/wake with the waiter-count fast path |
+//! | [`mutex`], [`condvar`] | 004 + 001 | `lock_api` mutex and a condvar whose `notify_all` requeues |
+//!
+//! See `docs/ARCHITECTURE.md` for the layers and the ordering contracts.
+
+#![warn(missing_docs)]
+
+pub(crate) mod deadline;
+pub(crate) mod lock;
+pub(crate) mod sync;
+pub(crate) mod sys;
+pub(crate) mod util;
+
+pub mod condvar;
+pub mod futex;
+pub mod mutex;
+pub mod parker;
+pub mod stats;
+
+pub use condvar::{Condvar, RawCondvar};
+pub use futex::{FutexTable, RequeueError, Requeued, WaitError, WakePolicy, Woken};
+pub use mutex::{Mutex, MutexGuard, RawMutex};

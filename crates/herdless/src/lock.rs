@@ -1,0 +1,135 @@
+//! The short lock that guards every wait list (internal).
+//!
+//! Kernel counterpart: `spinlock_t`. User space runs preemptible, so a holder
+//! can be descheduled while others spin; this lock therefore spins only
+//! briefly (a bounded exponential backoff, about a hundred pause
+//! instructions) and then sleeps in the kernel on its own word. It is the
+//! classic three-state futex mutex:
+//!
+//! ```text
+//!   0  unlocked
+//!   1  locked, nobody sleeps                  (fast path CAS 0 -> 1)
+//!   2  locked, sleepers may exist             (set by a thread about to sleep)
+//! ```
+//! `unlock` swaps in 0 and makes a wake syscall only if it saw 2. A thread
+//! that slept relocks with a swap to 2 (it cannot know whether others still
+//! sleep), which costs at most one spare wake.
+//!
+//! The lock counts its contended acquisitions when the `stats` feature is on.
+
+use std::ops::{Deref, DerefMut};
+
+use crossbeam_utils::Backoff;
+
+use crate::deadline::Deadline;
+use crate::stats::Counter;
+use crate::sync::{AtomicU32, Ordering, UnsafeCell};
+use crate::sys;
+
+const UNLOCKED: u32 = 0;
+const LOCKED: u32 = 1;
+const CONTENDED: u32 = 2;
+
+/// Rounds of exponential spinning before sleeping (1 + 2 + ... + 64 pauses).
+const SPIN_ROUNDS: u32 = 7;
+
+/// A lock around `T` for wait lists: spin briefly, then park.
+pub(crate) struct SpinParkLock<T> {
+    state: AtomicU32,
+    contended: Counter,
+    data: UnsafeCell<T>,
+}
+
+// SAFETY: the lock gives exclusive access to `T` to one thread at a time, as
+// std's Mutex does, so `T: Send` is enough for both.
+unsafe impl<T: Send> Send for SpinParkLock<T> {}
+// SAFETY: as above.
+unsafe impl<T: Send> Sync for SpinParkLock<T> {}
+
+/// Proof that the lock is held; unlocks on drop.
+pub(crate) struct LockGuard<'a, T> {
+    lock: &'a SpinParkLock<T>,
+}
+
+impl<T> SpinParkLock<T> {
+    pub(crate) fn new(data: T) -> Self {
+        SpinParkLock {
+            state: AtomicU32::new(UNLOCKED),
+            contended: Counter::new(),
+            data: UnsafeCell::new(data),
+        }
+    }
+
+    /// Acquires the lock.
+    #[inline]
+    pub(crate) fn lock(&self) -> LockGuard<'_, T> {
+        // Acquire pairs with the Release in `unlock`: the previous holder's
+        // writes to `data` are visible to us.
+        if self
+            .state
+            .compare_exchange(UNLOCKED, LOCKED, Ordering::Acquire, Ordering::Relaxed)
+            .is_err()
+        {
+            self.lock_contended();
+        }
+        LockGuard { lock: self }
+    }
+
+    #[cold]
+    fn lock_contended(&self) {
+        self.contended.add(1);
+        if !cfg!(loom) {
+            let backoff = Backoff::new();
+            for _ in 0..SPIN_ROUNDS {
+                backoff.spin();
+                if self.state.load(Ordering::Relaxed) == UNLOCKED
+                    && self
+                        .state
+                        .compare_exchange(UNLOCKED, LOCKED, Ordering::Acquire, Ordering::Relaxed)
+                        .is_ok()
+                {
+                    return;
+                }
+            }
+        }
+        // Sleep. Swapping in CONTENDED (not LOCKED) tells the holder to wake
+        // someone on unlock; Acquire as in `lock`.
+        while self.state.swap(CONTENDED, Ordering::Acquire) != UNLOCKED {
+            sys::wait(&self.state, CONTENDED, Deadline::Never);
+        }
+    }
+
+    fn unlock(&self) {
+        // Release pairs with the Acquire of the next locker.
+        if self.state.swap(UNLOCKED, Ordering::Release) == CONTENDED {
+            sys::wake_one(&self.state);
+        }
+    }
+
+    /// Contended acquisitions so far (0 without the `stats` feature).
+    pub(crate) fn contended_acquisitions(&self) -> u64 {
+        self.contended.sum()
+    }
+}
+
+impl<T> Deref for LockGuard<'_, T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        // SAFETY: the guard proves exclusive access until it is dropped, and
+        // the returned reference cannot outlive the guard.
+        self.lock.data.with(|p| unsafe { &*p })
+    }
+}
+
+impl<T> DerefMut for LockGuard<'_, T> {
+    fn deref_mut(&mut self) -> &mut T {
+        // SAFETY: as in `deref`; `&mut self` makes the borrow unique.
+        self.lock.data.with_mut(|p| unsafe { &mut *p })
+    }
+}
+
+impl<T> Drop for LockGuard<'_, T> {
+    fn drop(&mut self) {
+        self.lock.unlock();
+    }
+}

@@ -1,0 +1,200 @@
+//! A futex mutex on the [`FutexTable`], plugged into `lock_api` 0.5.
+//!
+//! The state word has three values (Drepper's "mutex3", as in glibc and musl):
+//! ```text
+//!   0  unlocked
+//!   1  locked, nobody sleeps         fast path: CAS 0 -> 1, unlock: no syscall
+//!   2  locked, sleepers may exist    set by a thread about to sleep; unlock wakes one
+//! ```
+//! A thread that wakes from the table relocks with a swap to 2, because it
+//! cannot know whether others still sleep. That rule is also what makes
+//! [`Condvar::notify_all`](crate::Condvar)'s requeue safe: every thread woken
+//! off the mutex word holds the lock in state 2, so its unlock wakes the next
+//! requeued thread, and the chain never stalls.
+//!
+//! Sleeping and waking go through [`FutexTable::global`], so an unlock with
+//! nobody asleep costs no lock and no syscall (seed 004).
+
+use std::time::{Duration, Instant};
+
+use crossbeam_utils::Backoff;
+
+use crate::deadline::Deadline;
+use crate::futex::{FutexTable, WaitError};
+use crate::sync::{AtomicU32, Ordering};
+
+const UNLOCKED: u32 = 0;
+const LOCKED: u32 = 1;
+const CONTENDED: u32 = 2;
+
+/// Spin rounds before sleeping (bounded exponential backoff).
+const SPIN_ROUNDS: u32 = 6;
+
+/// The raw mutex. Use it through [`Mutex`].
+#[derive(Debug)]
+pub struct RawMutex {
+    state: AtomicU32,
+}
+
+/// A mutual-exclusion lock with `lock_api` guards.
+///
+/// ```
+/// let m = herdless::Mutex::new(1);
+/// *m.lock() += 1;
+/// assert_eq!(*m.lock(), 2);
+/// assert!(m.try_lock_for(std::time::Duration::ZERO).is_some());
+/// ```
+#[cfg(not(loom))]
+pub type Mutex<T> = lock_api::Mutex<RawMutex, T>;
+/// The guard of [`Mutex`].
+#[cfg(not(loom))]
+pub type MutexGuard<'a, T> = lock_api::MutexGuard<'a, RawMutex, T>;
+
+impl Default for RawMutex {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl RawMutex {
+    /// An unlocked mutex.
+    #[cfg(not(loom))]
+    pub const fn new() -> Self {
+        RawMutex {
+            state: AtomicU32::new(UNLOCKED),
+        }
+    }
+
+    /// An unlocked mutex.
+    #[cfg(loom)]
+    pub fn new() -> Self {
+        RawMutex {
+            state: AtomicU32::new(UNLOCKED),
+        }
+    }
+
+    /// The futex word; the condvar requeues its waiters onto it.
+    pub(crate) fn word(&self) -> &AtomicU32 {
+        &self.state
+    }
+
+    /// Tries once to take the lock.
+    #[inline]
+    pub fn try_acquire(&self) -> bool {
+        // Acquire pairs with the Release in `release`.
+        self.state
+            .compare_exchange(UNLOCKED, LOCKED, Ordering::Acquire, Ordering::Relaxed)
+            .is_ok()
+    }
+
+    /// Takes the lock, sleeping if needed.
+    #[inline]
+    pub fn acquire(&self) {
+        if !self.try_acquire() {
+            self.acquire_slow(Deadline::Never);
+        }
+    }
+
+    /// Takes the lock unless `timeout` elapses first. `None` and
+    /// `Duration::MAX` wait forever; zero tries once.
+    pub fn acquire_timeout(&self, timeout: Option<Duration>) -> bool {
+        self.try_acquire() || self.acquire_slow(Deadline::after(timeout))
+    }
+
+    #[cold]
+    fn acquire_slow(&self, deadline: Deadline) -> bool {
+        if !cfg!(loom) {
+            let backoff = Backoff::new();
+            for _ in 0..SPIN_ROUNDS {
+                backoff.spin();
+                if self.state.load(Ordering::Relaxed) == UNLOCKED && self.try_acquire() {
+                    return true;
+                }
+            }
+        }
+        self.acquire_contended(deadline)
+    }
+
+    /// Takes the lock marking it contended: the path of a thread that has
+    /// slept (here or on a condvar) and may not be the last sleeper.
+    pub(crate) fn acquire_contended(&self, deadline: Deadline) -> bool {
+        loop {
+            // Acquire as in `try_acquire`.
+            if self.state.swap(CONTENDED, Ordering::Acquire) == UNLOCKED {
+                return true;
+            }
+            let timeout = deadline.remaining();
+            match FutexTable::global().wait(&self.state, CONTENDED, timeout) {
+                Ok(_) | Err(WaitError::ValueChanged) => {}
+                Err(WaitError::TimedOut) => {
+                    // Our swap may have left the word at 2 with nobody
+                    // asleep: that costs the holder one spare wake, nothing
+                    // more.
+                    return false;
+                }
+            }
+        }
+    }
+
+    /// Releases the lock.
+    ///
+    /// # Safety
+    /// The caller holds the lock.
+    #[inline]
+    pub unsafe fn release(&self) {
+        // Release pairs with the Acquire of the next owner.
+        if self.state.swap(UNLOCKED, Ordering::Release) == CONTENDED {
+            FutexTable::global().wake(&self.state, 1);
+        }
+    }
+
+    /// Whether the lock is held by someone.
+    pub fn is_held(&self) -> bool {
+        self.state.load(Ordering::Relaxed) != UNLOCKED
+    }
+}
+
+// SAFETY: `lock`/`try_lock` grant exclusive ownership (CAS or swap from 0
+// with Acquire) until `unlock` releases it with Release.
+#[cfg(not(loom))]
+unsafe impl lock_api::RawMutex for RawMutex {
+    #[allow(clippy::declare_interior_mutable_const)]
+    const INIT: Self = RawMutex::new();
+    type Guard = lock_api::GuardNoSend;
+
+    fn lock(&self) -> Self::Guard {
+        self.acquire();
+        lock_api::GuardNoSend::new()
+    }
+
+    fn try_lock(&self) -> Option<Self::Guard> {
+        self.try_acquire().then(lock_api::GuardNoSend::new)
+    }
+
+    unsafe fn unlock(&self, _guard: Self::Guard) {
+        // SAFETY: the guard proves the lock is held.
+        unsafe { self.release() }
+    }
+
+    fn is_locked(&self) -> bool {
+        self.is_held()
+    }
+}
+
+// SAFETY: as for `RawMutex`; the timed forms only add a way to give up.
+#[cfg(not(loom))]
+unsafe impl lock_api::RawMutexTimed for RawMutex {
+    type Duration = Duration;
+    type Instant = Instant;
+
+    fn try_lock_for(&self, timeout: Duration) -> Option<Self::Guard> {
+        self.acquire_timeout(Some(timeout))
+            .then(lock_api::GuardNoSend::new)
+    }
+
+    fn try_lock_until(&self, deadline: Instant) -> Option<Self::Guard> {
+        let timeout = deadline.saturating_duration_since(Instant::now());
+        self.acquire_timeout(Some(timeout))
+            .then(lock_api::GuardNoSend::new)
+    }
+}

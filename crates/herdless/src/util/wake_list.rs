@@ -1,0 +1,127 @@
+//! The wake list: collect under the lock, wake after unlock (seed 001).
+//!
+//! A waker that dequeues sleepers under a wait-list lock pushes a handle for
+//! each onto a `WakeList`, drops the lock, then calls [`WakeList::wake_all`].
+//! Woken threads therefore never run straight into the lock their waker still
+//! holds, and the lock's hold time does not include syscalls.
+//!
+//! Rules for the code that fills it (DESIGN contract 3):
+//! 1. Take the handle (an [`Unparker`] clone: a strong reference to the
+//!    sleeper) *before* publishing the grant / "woken" flag to the waiter.
+//! 2. Publishing the grant is the last touch of the waiter's record: the
+//!    waiter may see it, return and free the record at once, before the wake.
+//! 3. The wake itself may find the thread already running, or busy in some
+//!    other wait: that is a spurious wakeup there, which every wait loop
+//!    tolerates.
+//!
+//! The first [`INLINE`] handles live inline; larger batches spill to the heap
+//! so that one critical section can always finish its work. Dropping a list
+//! that still holds handles wakes them, so no wakeup is lost on any path.
+
+use crate::parker::Unparker;
+
+/// Handles kept without allocating.
+pub(crate) const INLINE: usize = 32;
+
+/// Something that can be woken once.
+pub(crate) trait Wake {
+    fn wake(self);
+}
+
+impl Wake for Unparker {
+    fn wake(self) {
+        self.unpark()
+    }
+}
+
+/// Wakeups deferred until after a lock is dropped.
+pub(crate) struct WakeList<W: Wake = Unparker> {
+    inline: [Option<W>; INLINE],
+    len: usize,
+    spill: Vec<W>,
+}
+
+impl<W: Wake> WakeList<W> {
+    pub(crate) fn new() -> Self {
+        WakeList {
+            inline: [const { None }; INLINE],
+            len: 0,
+            spill: Vec::new(),
+        }
+    }
+
+    /// Defers a wakeup.
+    pub(crate) fn push(&mut self, waker: W) {
+        if self.len < INLINE {
+            self.inline[self.len] = Some(waker);
+            self.len += 1;
+        } else {
+            self.spill.push(waker);
+        }
+    }
+
+    /// Number of deferred wakeups.
+    #[allow(dead_code)]
+    pub(crate) fn len(&self) -> usize {
+        self.len + self.spill.len()
+    }
+
+    /// Issues every deferred wakeup, in the order they were pushed. Call it
+    /// after dropping the lock the waiters were dequeued under.
+    pub(crate) fn wake_all(&mut self) {
+        for slot in &mut self.inline[..self.len] {
+            if let Some(w) = slot.take() {
+                w.wake();
+            }
+        }
+        self.len = 0;
+        for w in self.spill.drain(..) {
+            w.wake();
+        }
+    }
+}
+
+impl<W: Wake> Drop for WakeList<W> {
+    fn drop(&mut self) {
+        self.wake_all();
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use std::cell::RefCell;
+    use std::rc::Rc;
+
+    struct Probe(u32, Rc<RefCell<Vec<u32>>>);
+    impl Wake for Probe {
+        fn wake(self) {
+            self.1.borrow_mut().push(self.0);
+        }
+    }
+
+    #[test]
+    fn wakes_in_push_order_across_the_spill() {
+        let log = Rc::new(RefCell::new(Vec::new()));
+        let mut list = WakeList::new();
+        let n = INLINE as u32 + 5;
+        for i in 0..n {
+            list.push(Probe(i, log.clone()));
+        }
+        assert_eq!(list.len(), n as usize);
+        assert!(log.borrow().is_empty(), "nothing is woken before wake_all");
+        list.wake_all();
+        assert_eq!(*log.borrow(), (0..n).collect::<Vec<_>>());
+        assert_eq!(list.len(), 0);
+    }
+
+    #[test]
+    fn drop_wakes_what_is_left() {
+        let log = Rc::new(RefCell::new(Vec::new()));
+        {
+            let mut list = WakeList::new();
+            list.push(Probe(7, log.clone()));
+        }
+        assert_eq!(*log.borrow(), [7]);
+    }
+}
