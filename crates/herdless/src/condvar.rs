@@ -22,7 +22,9 @@
 //! than one waiter. The notify methods therefore report `false`/`0` as the
 //! `lock_api` contract requires.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
+#[cfg(not(loom))]
+use std::time::Instant;
 
 use crate::deadline::Deadline;
 use crate::futex::{FutexTable, RequeueError};

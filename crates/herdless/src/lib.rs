@@ -28,6 +28,10 @@ pub mod mutex;
 pub mod parker;
 pub mod stats;
 
-pub use condvar::{Condvar, RawCondvar};
+#[cfg(not(loom))]
+pub use condvar::Condvar;
+pub use condvar::RawCondvar;
 pub use futex::{FutexTable, RequeueError, Requeued, WaitError, WakePolicy, Woken};
-pub use mutex::{Mutex, MutexGuard, RawMutex};
+pub use mutex::RawMutex;
+#[cfg(not(loom))]
+pub use mutex::{Mutex, MutexGuard};

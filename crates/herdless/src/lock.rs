@@ -133,3 +133,37 @@ impl<T> Drop for LockGuard<'_, T> {
         self.lock.unlock();
     }
 }
+
+#[cfg(all(test, loom))]
+mod loom_tests {
+    use super::*;
+    use crate::sync::Arc;
+    use loom::thread;
+
+    /// Mutual exclusion, and a sleeper is always woken by the unlock.
+    #[test]
+    fn lock_excludes_and_never_strands_a_sleeper() {
+        let mut builder = loom::model::Builder::new();
+        builder.preemption_bound = Some(3);
+        builder.check(|| {
+            let lock = Arc::new(SpinParkLock::new(0u32));
+            let threads: Vec<_> = (0..2)
+                .map(|_| {
+                    let lock = lock.clone();
+                    thread::spawn(move || {
+                        let mut g = lock.lock();
+                        *g += 1;
+                    })
+                })
+                .collect();
+            {
+                let mut g = lock.lock();
+                *g += 1;
+            }
+            for t in threads {
+                t.join().unwrap();
+            }
+            assert_eq!(*lock.lock(), 3);
+        });
+    }
+}

@@ -15,7 +15,9 @@
 //! Sleeping and waking go through [`FutexTable::global`], so an unlock with
 //! nobody asleep costs no lock and no syscall (seed 004).
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
+#[cfg(not(loom))]
+use std::time::Instant;
 
 use crossbeam_utils::Backoff;
 

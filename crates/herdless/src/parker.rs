@@ -145,3 +145,48 @@ thread_local! {
 pub fn with_current<R>(f: impl FnOnce(&Parker) -> R) -> R {
     CURRENT.with(f)
 }
+
+#[cfg(all(test, loom))]
+mod loom_tests {
+    use super::*;
+    use crate::sync::AtomicU32;
+    use loom::thread;
+
+    /// An unpark before, during or after the park is never lost: the parked
+    /// thread always returns (loom reports a deadlock otherwise).
+    #[test]
+    fn unpark_racing_park_is_never_lost() {
+        loom::model(|| {
+            let flag = Arc::new(AtomicU32::new(0));
+            let (tx, rx) = loom::sync::mpsc::channel();
+            let waiter = {
+                let flag = flag.clone();
+                thread::spawn(move || {
+                    with_current(|p| {
+                        tx.send(p.unparker()).unwrap();
+                        while flag.load(Ordering::Acquire) == 0 {
+                            p.park();
+                        }
+                    })
+                })
+            };
+            let unparker = rx.recv().unwrap();
+            flag.store(1, Ordering::Release);
+            unparker.unpark();
+            waiter.join().unwrap();
+        });
+    }
+
+    /// The handle outlives the parked thread: unparking after it exited is
+    /// harmless.
+    #[test]
+    fn unpark_after_the_thread_exited_is_harmless() {
+        loom::model(|| {
+            let handle = thread::spawn(|| with_current(|p| p.unparker()))
+                .join()
+                .unwrap();
+            handle.unpark();
+            handle.unpark();
+        });
+    }
+}

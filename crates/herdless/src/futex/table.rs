@@ -157,10 +157,25 @@ impl FutexTable {
         self.buckets.len()
     }
 
+    #[cfg(not(loom))]
     fn index(&self, key: usize) -> usize {
         // Fibonacci hashing of the address; the high bits are the well mixed ones.
         let hash = (key as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
         (hash >> 32) as usize & self.mask
+    }
+
+    /// Under loom the bucket must be a function of the model, not of where
+    /// the allocator put a word this execution: use the word's offset bits
+    /// (allocations are 16-byte aligned), so neighbouring words in one
+    /// allocation land in fixed buckets.
+    #[cfg(loom)]
+    fn index(&self, key: usize) -> usize {
+        (key >> 2) & self.mask
+    }
+
+    /// The bucket `word` hashes to (diagnostics and tests).
+    pub fn bucket_of(&self, word: &AtomicU32) -> usize {
+        self.index(address(word))
     }
 
     /// Sleeps while `*word == expected`, until a wake dequeues this thread or

@@ -1,0 +1,175 @@
+//! loom models of the futex table, the mutex and the condvar.
+//!
+//! Run: `RUSTFLAGS="--cfg loom" cargo test -p herdless --release --test loom_futex`.
+//! Each model is named after the interleaving it pins. A lost wakeup shows
+//! up as a loom deadlock report.
+#![cfg(loom)]
+
+use loom::sync::atomic::{AtomicU32, Ordering};
+use loom::sync::Arc;
+use loom::thread;
+
+use herdless::futex::{WaitError, WakePolicy, Woken};
+use herdless::{FutexTable, RawCondvar, RawMutex};
+
+fn model(bound: usize, f: impl Fn() + Sync + Send + 'static) {
+    let mut builder = loom::model::Builder::new();
+    builder.preemption_bound = Some(bound);
+    builder.check(f);
+}
+
+/// Seed 004's litmus test: a waiter (waiters++; fence; read word) and a
+/// waker (write word; fence; read waiters) can never both miss each other.
+#[test]
+fn store_buffering_waiter_and_waker_never_both_miss() {
+    for policy in [WakePolicy::WaiterCount, WakePolicy::AlwaysLock] {
+        model(3, move || {
+            let table = Arc::new(FutexTable::with_buckets(policy, 1).unwrap());
+            let word = Arc::new(AtomicU32::new(0));
+            let waiter = {
+                let (table, word) = (table.clone(), word.clone());
+                thread::spawn(move || {
+                    // Either woken or saw the change; never sleeps forever.
+                    let r = table.wait(&word, 0, None);
+                    assert!(matches!(r, Ok(Woken) | Err(WaitError::ValueChanged)));
+                })
+            };
+            word.store(1, Ordering::Relaxed);
+            table.wake(&word, 1);
+            waiter.join().unwrap();
+            assert_eq!(table.total_waiters(), 0);
+        });
+    }
+}
+
+/// A timeout racing a wake: a waiter that the wake dequeued reports
+/// `Woken` even if its timeout fired, and the wake's count matches.
+#[test]
+fn timeout_racing_wake_reports_woken_and_conserves_the_count() {
+    model(3, || {
+        let table = Arc::new(FutexTable::with_buckets(WakePolicy::WaiterCount, 1).unwrap());
+        let word = Arc::new(AtomicU32::new(0));
+        let waiter = {
+            let (table, word) = (table.clone(), word.clone());
+            thread::spawn(move || table.wait(&word, 0, Some(std::time::Duration::from_secs(1))))
+        };
+        word.store(1, Ordering::Relaxed);
+        let woke = table.wake(&word, 1);
+        let result = waiter.join().unwrap();
+        assert_eq!(
+            woke == 1,
+            result == Ok(Woken),
+            "wake said {woke}, waiter said {result:?}"
+        );
+        assert_eq!(table.total_waiters(), 0);
+    });
+}
+
+/// Two futex words in one allocation, so that under loom their buckets are
+/// fixed (see `FutexTable::index`).
+struct Pair {
+    a: AtomicU32,
+    b: AtomicU32,
+}
+
+fn pair() -> Arc<Pair> {
+    Arc::new(Pair {
+        a: AtomicU32::new(0),
+        b: AtomicU32::new(0),
+    })
+}
+
+/// Tables on which `a` and `b` share a bucket, and on which they do not:
+/// both requeue paths get checked.
+fn tables_for(words: &Pair) -> Vec<Arc<FutexTable>> {
+    let same = FutexTable::with_buckets(WakePolicy::WaiterCount, 1).unwrap();
+    let apart = FutexTable::with_buckets(WakePolicy::WaiterCount, 4).unwrap();
+    assert_eq!(same.bucket_of(&words.a), same.bucket_of(&words.b));
+    assert_ne!(apart.bucket_of(&words.a), apart.bucket_of(&words.b));
+    vec![Arc::new(same), Arc::new(apart)]
+}
+
+/// Requeue racing a wake on the target word: two waiters on `a`; the
+/// requeuer wakes one and moves the other to `b`; every thread that returns
+/// wakes `b` (as a mutex unlock would). Nobody is stranded on `b`.
+#[test]
+fn requeue_racing_wake_on_the_target_all_waiters_finish() {
+    for which in 0..2 {
+        model(2, move || {
+            let words = pair();
+            let table = tables_for(&words).swap_remove(which);
+            let waiters: Vec<_> = (0..2)
+                .map(|_| {
+                    let (table, words) = (table.clone(), words.clone());
+                    thread::spawn(move || {
+                        let _ = table.wait(&words.a, 0, None);
+                        words.b.store(1, Ordering::Relaxed);
+                        table.wake(&words.b, 1);
+                    })
+                })
+                .collect();
+            words.a.store(1, Ordering::Relaxed);
+            table.cmp_requeue(&words.a, &words.b, 1, 1, 1).unwrap();
+            for w in waiters {
+                w.join().unwrap();
+            }
+            assert_eq!(table.total_waiters(), 0);
+        });
+    }
+}
+
+/// A requeued waiter whose timeout fires must find its record in the target
+/// bucket (the requeue moved it under both locks) and leave both counts at
+/// zero, whatever the interleaving.
+#[test]
+fn timeout_racing_requeue_finds_the_moved_record() {
+    for which in 0..2 {
+        model(3, move || {
+            let words = pair();
+            let table = tables_for(&words).swap_remove(which);
+            let waiter = {
+                let (table, words) = (table.clone(), words.clone());
+                thread::spawn(move || {
+                    table.wait(&words.a, 0, Some(std::time::Duration::from_secs(1)))
+                })
+            };
+            let _ = table.cmp_requeue(&words.a, &words.b, 0, 0, 1);
+            let result = waiter.join().unwrap();
+            assert!(matches!(result, Err(WaitError::TimedOut)), "{result:?}");
+            assert_eq!(table.total_waiters(), 0);
+        });
+    }
+}
+
+/// Condvar broadcast with the requeue: a waiter and a notifier under the
+/// mutex; the waiter always returns holding the mutex.
+#[test]
+fn condvar_notify_all_requeue_never_strands_a_waiter() {
+    model(2, || {
+        let shared = Arc::new((RawMutex::new(), RawCondvar::new(), AtomicU32::new(0)));
+        let waiters: Vec<_> = (0..2)
+            .map(|_| {
+                let shared = shared.clone();
+                thread::spawn(move || {
+                    let (m, c, flag) = &*shared;
+                    m.acquire();
+                    while flag.load(Ordering::Relaxed) == 0 {
+                        // SAFETY: we hold `m`.
+                        unsafe { c.wait_raw(m, None) };
+                    }
+                    // SAFETY: we hold `m`.
+                    unsafe { m.release() };
+                })
+            })
+            .collect();
+        let (m, c, flag) = &*shared;
+        m.acquire();
+        flag.store(1, Ordering::Relaxed);
+        c.notify_all_raw();
+        // SAFETY: we hold `m`.
+        unsafe { m.release() };
+        for w in waiters {
+            w.join().unwrap();
+        }
+    });
+}
