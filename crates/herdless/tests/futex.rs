@@ -1,5 +1,6 @@
 //! Futex table scenarios (real threads). Each test is named after the
 //! scenario it pins; none depends on timing to pass.
+#![cfg(not(loom))]
 
 use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 use std::sync::{Arc, Barrier};

@@ -1,4 +1,5 @@
 //! Mutex and condvar scenarios on real threads.
+#![cfg(not(loom))]
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Barrier};
