@@ -22,7 +22,7 @@ use std::ops::{Deref, DerefMut};
 use crossbeam_utils::Backoff;
 
 use crate::deadline::Deadline;
-use crate::stats::Counter;
+use crate::stats::SlowCounter;
 use crate::sync::{AtomicU32, Ordering, UnsafeCell};
 use crate::sys;
 
@@ -36,7 +36,7 @@ const SPIN_ROUNDS: u32 = 7;
 /// A lock around `T` for wait lists: spin briefly, then park.
 pub(crate) struct SpinParkLock<T> {
     state: AtomicU32,
-    contended: Counter,
+    contended: SlowCounter,
     data: UnsafeCell<T>,
 }
 
@@ -55,7 +55,7 @@ impl<T> SpinParkLock<T> {
     pub(crate) fn new(data: T) -> Self {
         SpinParkLock {
             state: AtomicU32::new(UNLOCKED),
-            contended: Counter::new(),
+            contended: SlowCounter::new(),
             data: UnsafeCell::new(data),
         }
     }

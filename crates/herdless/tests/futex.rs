@@ -390,3 +390,27 @@ fn stress_many_waiters_and_wakers_nobody_hangs() {
         assert_eq!(table.total_waiters(), 0);
     }
 }
+
+/// With the `stats` feature, a no-waiter wake under `WaiterCount` is
+/// counted as skipped and takes no bucket lock; under `AlwaysLock` it locks.
+#[cfg(feature = "stats")]
+#[test]
+fn stats_count_skipped_wakes_and_lock_acquisitions() {
+    let word = AtomicU32::new(0);
+    let counting = FutexTable::new(WakePolicy::WaiterCount);
+    let locking = FutexTable::new(WakePolicy::AlwaysLock);
+    for _ in 0..10 {
+        counting.wake(&word, 1);
+        locking.wake(&word, 1);
+    }
+    let (c, l) = (counting.stats(), locking.stats());
+    assert_eq!(
+        (c.wakes, c.wakes_skipped, c.wake_lock_acquisitions),
+        (10, 10, 0)
+    );
+    assert_eq!(
+        (l.wakes, l.wakes_skipped, l.wake_lock_acquisitions),
+        (10, 0, 10)
+    );
+    assert_eq!(c.wakeups + l.wakeups, 0);
+}

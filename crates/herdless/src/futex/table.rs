@@ -57,8 +57,9 @@ pub struct FutexStats {
 
 #[derive(Default)]
 struct Counters {
+    // One event per path: `wakes` is derived (skipped + lock acquisitions),
+    // so a skipped wake pays for exactly one count.
     waits: Counter,
-    wakes: Counter,
     wakes_skipped: Counter,
     wake_lock_acquisitions: Counter,
     wakeups: Counter,
@@ -273,7 +274,6 @@ impl FutexTable {
         if n == 0 {
             return 0;
         }
-        self.counters.wakes.add(1);
         let key = address(word);
         let bucket = &self.buckets[self.index(key)];
         if self.policy == WakePolicy::WaiterCount {
@@ -454,7 +454,7 @@ impl FutexTable {
         let c = &self.counters;
         FutexStats {
             waits: c.waits.sum(),
-            wakes: c.wakes.sum(),
+            wakes: c.wakes_skipped.sum() + c.wake_lock_acquisitions.sum(),
             wakes_skipped: c.wakes_skipped.sum(),
             wake_lock_acquisitions: c.wake_lock_acquisitions.sum(),
             wakeups: c.wakeups.sum(),

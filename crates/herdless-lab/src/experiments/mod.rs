@@ -1,0 +1,47 @@
+//! The lab's experiments, one per seed, each a piece of data for the
+//! harness (see `harness` for how to add one).
+
+use crate::harness::{Experiment, LabError};
+
+pub mod futex_wake;
+
+/// Every experiment, in the order `all` runs them.
+pub fn all() -> Vec<Experiment> {
+    vec![futex_wake::experiment()]
+}
+
+/// The experiment called `name`.
+pub fn find(name: &str) -> Result<Experiment, LabError> {
+    let mut all = all();
+    match all.iter().position(|e| e.name == name) {
+        Some(i) => Ok(all.swap_remove(i)),
+        None => Err(LabError::UnknownExperiment {
+            name: name.to_string(),
+            known: all.iter().map(|e| e.name).collect::<Vec<_>>().join(", "),
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_experiment_is_well_defined_and_uniquely_named() {
+        let all = all();
+        for (i, e) in all.iter().enumerate() {
+            e.validate().unwrap();
+            assert!(
+                !all[..i].iter().any(|f| f.name == e.name),
+                "{} twice",
+                e.name
+            );
+        }
+    }
+
+    #[test]
+    fn an_unknown_name_is_an_error_listing_the_known_ones() {
+        let err = find("no-such-thing").err().unwrap();
+        assert!(err.to_string().contains("futex-wake"), "{err}");
+    }
+}

@@ -1,0 +1,87 @@
+//! The lab's one error type.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use thiserror::Error;
+
+/// Everything that can go wrong in a lab run. Variants of experiments return
+/// it from a measurement; the runner records it and goes on with the others.
+#[derive(Debug, Error)]
+pub enum LabError {
+    /// The command line named an experiment the lab does not have.
+    #[error("unknown experiment \"{name}\"; known: {known}, all, list")]
+    UnknownExperiment {
+        /// What was asked for.
+        name: String,
+        /// The known names, comma-separated.
+        known: String,
+    },
+    /// The command line is inconsistent (e.g. a file where none is taken).
+    #[error("{0}")]
+    Usage(String),
+    /// A results file was written with another JSON schema.
+    #[error("{}: schema {found}, this lab reads schema {expected}", path.display())]
+    Schema {
+        /// The file.
+        path: PathBuf,
+        /// Its schema number.
+        found: u32,
+        /// The schema this lab writes and reads.
+        expected: u32,
+    },
+    /// An experiment's definition is inconsistent (a bug in the lab).
+    #[error("bad experiment definition: {0}")]
+    Definition(String),
+    /// A measurement did not make progress in time.
+    #[error("{what}: no progress after {after:?}")]
+    Stuck {
+        /// What was being waited for.
+        what: String,
+        /// How long the lab waited.
+        after: Duration,
+    },
+    /// A thread of a measurement panicked.
+    #[error("{0} panicked")]
+    Panicked(String),
+    /// A sample broke the section's metric declaration.
+    #[error("bad sample: {0}")]
+    Sample(String),
+    /// A system call failed.
+    #[error("{what}: {source}")]
+    Os {
+        /// What the lab was doing.
+        what: String,
+        /// The error.
+        source: std::io::Error,
+    },
+    /// A file could not be written or read.
+    #[error("{}: {source}", path.display())]
+    File {
+        /// The file.
+        path: PathBuf,
+        /// The error.
+        source: std::io::Error,
+    },
+    /// JSON encoding or decoding failed.
+    #[error("JSON: {0}")]
+    Json(#[from] serde_json::Error),
+    /// Drawing a chart failed.
+    #[error("plot {}: {message}", path.display())]
+    Plot {
+        /// The chart file.
+        path: PathBuf,
+        /// What the plotting library said.
+        message: String,
+    },
+}
+
+impl LabError {
+    /// An OS error while doing `what`.
+    pub fn os(what: impl Into<String>, source: std::io::Error) -> Self {
+        LabError::Os {
+            what: what.into(),
+            source,
+        }
+    }
+}

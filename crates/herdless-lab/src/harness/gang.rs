@@ -1,0 +1,133 @@
+//! A gang: T threads released together behind a barrier, each timing its own
+//! work, so a variant measures overlapping threads without writing a timing
+//! loop of its own.
+//!
+//! The wall time is from the earliest thread's start to the latest thread's
+//! end, which leaves out spawning and joining. Each thread also reads its
+//! own `getrusage(RUSAGE_THREAD)` around its work; the gang returns the sum.
+
+use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use super::rusage::Usage;
+use super::LabError;
+
+/// Stack size for lab threads: they run short loops, and some experiments
+/// start hundreds of them.
+pub const STACK_SIZE: usize = 256 << 10;
+
+/// What a gang run measured.
+#[derive(Clone, Copy, Debug)]
+pub struct GangRun {
+    /// Earliest start to latest end of the threads' work.
+    pub wall: Duration,
+    /// Summed per-thread counters over the work only.
+    pub usage: Usage,
+}
+
+const WAIT: u8 = 0;
+const GO: u8 = 1;
+const ABORT: u8 = 2;
+
+/// Runs `work(i)` on `threads` threads (i = 0..threads), started together.
+///
+/// The start line is a yielding spin on a flag rather than a `Barrier`: a
+/// barrier wakes its sleepers one by one, staggering the start, and cannot
+/// be abandoned if a spawn fails half-way.
+pub fn gang<F>(threads: usize, work: F) -> Result<GangRun, LabError>
+where
+    F: Fn(usize) + Sync,
+{
+    let ready = AtomicUsize::new(0);
+    let state = AtomicU8::new(WAIT);
+    let (ready, state, work) = (&ready, &state, &work);
+    thread::scope(|s| {
+        let mut handles = Vec::with_capacity(threads);
+        for i in 0..threads {
+            let spawned = thread::Builder::new()
+                .name(format!("lab-gang-{i}"))
+                .stack_size(STACK_SIZE)
+                .spawn_scoped(s, move || {
+                    ready.fetch_add(1, Ordering::Relaxed);
+                    // Acquire pairs with the Release store of GO/ABORT.
+                    let go = loop {
+                        match state.load(Ordering::Acquire) {
+                            WAIT => thread::yield_now(),
+                            seen => break seen == GO,
+                        }
+                    };
+                    if !go {
+                        return None;
+                    }
+                    let usage = Usage::thread();
+                    let start = Instant::now();
+                    work(i);
+                    let end = Instant::now();
+                    Some((start, end, Usage::thread().since(&usage)))
+                });
+            match spawned {
+                Ok(h) => handles.push(h),
+                Err(e) => {
+                    state.store(ABORT, Ordering::Release);
+                    return Err(LabError::os(
+                        format!("spawning gang thread {i} of {threads}"),
+                        e,
+                    ));
+                }
+            }
+        }
+        while ready.load(Ordering::Relaxed) < threads {
+            thread::yield_now();
+        }
+        state.store(GO, Ordering::Release);
+
+        let mut first_start: Option<Instant> = None;
+        let mut last_end: Option<Instant> = None;
+        let mut usage = Usage::default();
+        for h in handles {
+            let (start, end, u) = h
+                .join()
+                .ok()
+                .flatten()
+                .ok_or_else(|| LabError::Panicked("a gang thread".into()))?;
+            first_start = Some(first_start.map_or(start, |f| f.min(start)));
+            last_end = Some(last_end.map_or(end, |l| l.max(end)));
+            usage.add(&u);
+        }
+        let wall = match (first_start, last_end) {
+            (Some(s), Some(e)) => e.duration_since(s),
+            _ => Duration::ZERO,
+        };
+        Ok(GangRun { wall, usage })
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    #[test]
+    fn every_thread_runs_once_with_its_index() {
+        let seen = AtomicUsize::new(0);
+        let run = gang(4, |i| {
+            seen.fetch_or(1 << i, Ordering::Relaxed);
+        })
+        .unwrap();
+        assert_eq!(seen.load(Ordering::Relaxed), 0b1111);
+        assert!(run.wall < Duration::from_secs(5));
+    }
+
+    #[test]
+    fn wall_time_covers_the_slowest_thread() {
+        let run = gang(2, |i| {
+            if i == 1 {
+                thread::sleep(Duration::from_millis(20));
+            }
+        })
+        .unwrap();
+        assert!(run.wall >= Duration::from_millis(20), "{:?}", run.wall);
+        assert!(run.usage.voluntary_switches >= 1, "{:?}", run.usage);
+    }
+}

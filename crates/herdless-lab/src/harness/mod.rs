@@ -1,0 +1,48 @@
+//! The one harness every experiment runs through.
+//!
+//! An experiment is data ([`spec`]): sections (one table each) with their
+//! cases per suite, metrics (the first is primary), variants (closures that
+//! measure one case once and return a [`Sample`]) and ratio columns with
+//! optional targets. The [`runner`] repeats, interleaves and aggregates; the
+//! result is a plain [`Report`] that [`table`], [`plot`] and [`json`] render.
+//! [`gang`], [`asleep`] and [`rusage`] are the measuring tools variants use,
+//! so no experiment writes a timing loop of its own.
+//!
+//! # Adding an experiment
+//! ```text
+//! pub fn experiment() -> Experiment {
+//!     Experiment::new("herd", "seed 000: <patch title>: <headline claim>")
+//!         .section(
+//!             Section::new("blocking readers", "readers", PerSuite { smoke, quick, full })
+//!                 .metric(Metric::lower("time_ms", "ms"))        // primary
+//!                 .metric(Metric::lower("wasted_wakeups", "per item"))
+//!                 .variant(Variant::new("wake-all", Role::Before, |case| measure(..)))
+//!                 .variant(Variant::new("wake-one", Role::After, |case| measure(..)))
+//!                 .ratio(Ratio::of("wake-all", "wake-one").at_least(2.0)),
+//!         )
+//! }
+//! ```
+//! then list it in `experiments::all()`. Without `.ratio(..)` a section
+//! shows after/before, kernel/after and peer/after.
+
+pub mod affinity;
+pub mod asleep;
+mod error;
+pub mod gang;
+pub mod json;
+pub mod plot;
+pub mod report;
+pub mod runner;
+pub mod rusage;
+pub mod spec;
+pub mod stats;
+pub mod table;
+
+pub use error::LabError;
+pub use gang::{gang, GangRun};
+pub use report::Report;
+pub use runner::{run_experiment, RunOptions};
+pub use rusage::Usage;
+pub use spec::{
+    Bound, Case, Experiment, Metric, PerSuite, Ratio, Role, Sample, Section, Suite, Variant,
+};

@@ -1,0 +1,101 @@
+//! Software counters from `getrusage`: context switches and minor faults,
+//! the machine having no hardware performance counters.
+//!
+//! Take a [`Usage`] before and after the measured work and subtract:
+//! `Usage::thread()` counts the calling thread only (exact for a worker's own
+//! loop), `Usage::process()` every thread of the process, including those
+//! that have exited.
+
+/// Counters of a thread or of the whole process.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Usage {
+    /// Voluntary context switches (the thread blocked).
+    pub voluntary_switches: u64,
+    /// Involuntary context switches (the thread was preempted).
+    pub involuntary_switches: u64,
+    /// Minor page faults (no I/O).
+    pub minor_faults: u64,
+    /// Major page faults (I/O).
+    pub major_faults: u64,
+}
+
+impl Usage {
+    /// The calling thread's counters (`RUSAGE_THREAD`).
+    pub fn thread() -> Usage {
+        get(libc::RUSAGE_THREAD)
+    }
+
+    /// The whole process's counters (`RUSAGE_SELF`).
+    pub fn process() -> Usage {
+        get(libc::RUSAGE_SELF)
+    }
+
+    /// Counts since `earlier` (saturating, as counters never go back).
+    pub fn since(&self, earlier: &Usage) -> Usage {
+        Usage {
+            voluntary_switches: self
+                .voluntary_switches
+                .saturating_sub(earlier.voluntary_switches),
+            involuntary_switches: self
+                .involuntary_switches
+                .saturating_sub(earlier.involuntary_switches),
+            minor_faults: self.minor_faults.saturating_sub(earlier.minor_faults),
+            major_faults: self.major_faults.saturating_sub(earlier.major_faults),
+        }
+    }
+
+    /// Voluntary plus involuntary context switches.
+    pub fn ctx_switches(&self) -> u64 {
+        self.voluntary_switches + self.involuntary_switches
+    }
+
+    /// Adds `other`'s counts to these.
+    pub fn add(&mut self, other: &Usage) {
+        self.voluntary_switches += other.voluntary_switches;
+        self.involuntary_switches += other.involuntary_switches;
+        self.minor_faults += other.minor_faults;
+        self.major_faults += other.major_faults;
+    }
+}
+
+fn get(who: libc::c_int) -> Usage {
+    // SAFETY: `rusage` is plain old data, for which all-zero bytes is a valid
+    // value.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: `ru` is a valid, writable `rusage`; `who` is RUSAGE_SELF or
+    // RUSAGE_THREAD, which Linux always accepts, so the call cannot fail
+    // (and on failure `ru` stays zeroed, which reads as "no events").
+    unsafe { libc::getrusage(who, &mut ru) };
+    let count = |v: libc::c_long| u64::try_from(v).unwrap_or(0);
+    Usage {
+        voluntary_switches: count(ru.ru_nvcsw),
+        involuntary_switches: count(ru.ru_nivcsw),
+        minor_faults: count(ru.ru_minflt),
+        major_faults: count(ru.ru_majflt),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sleeping_counts_a_voluntary_switch() {
+        let before = Usage::thread();
+        std::thread::sleep(std::time::Duration::from_millis(2));
+        let delta = Usage::thread().since(&before);
+        assert!(delta.voluntary_switches >= 1, "{delta:?}");
+    }
+
+    #[test]
+    fn touching_fresh_memory_counts_minor_faults() {
+        let before = Usage::process();
+        let mut v = vec![0u8; 8 << 20];
+        for i in (0..v.len()).step_by(4096) {
+            v[i] = 1;
+        }
+        std::hint::black_box(&v);
+        let delta = Usage::process().since(&before);
+        assert!(delta.minor_faults >= 1, "{delta:?}");
+    }
+}

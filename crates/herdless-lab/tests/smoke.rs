@@ -1,0 +1,145 @@
+//! The smoke suite end to end: in process (the report round-trips through
+//! JSON and holds every variant's samples) and through the binary (exit
+//! codes, `--json`, `--plot`, unknown names).
+
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::SystemTime;
+
+use herdless_lab::experiments;
+use herdless_lab::harness::report::{Machine, SCHEMA};
+use herdless_lab::harness::{run_experiment, Report, RunOptions, Suite};
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("herdless-lab-{}-{name}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn lab(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_herdless-lab"))
+        .args(args)
+        .output()
+        .expect("the lab binary runs")
+}
+
+#[test]
+fn futex_wake_smoke_round_trips_through_json_with_every_variant() {
+    let exp = experiments::find("futex-wake").unwrap();
+    let opts = RunOptions::new(Suite::Smoke);
+    let result = run_experiment(&exp, &opts).unwrap();
+    let report = Report::new(Machine::detect(), &opts, SystemTime::now(), vec![result]);
+
+    let text = serde_json::to_string(&report).unwrap();
+    let back: Report = serde_json::from_str(&text).unwrap();
+    assert_eq!(serde_json::to_string(&back).unwrap(), text, "lossless");
+    assert_eq!(back.schema, SCHEMA);
+    assert_eq!(back.suite, Suite::Smoke);
+
+    let exp = &back.experiments[0];
+    assert_eq!(exp.name, "futex-wake");
+    assert_eq!(exp.sections.len(), 2);
+    for section in &exp.sections {
+        let names: Vec<&str> = section.variants.iter().map(|v| v.name.as_str()).collect();
+        assert_eq!(
+            names,
+            ["always-lock", "waiter-count", "kernel", "parking_lot_core"]
+        );
+        assert!(!section.cases.is_empty());
+        let primary = &section.primary().name;
+        for case in &section.cases {
+            assert_eq!(case.cells.len(), names.len());
+            for (cell, name) in case.cells.iter().zip(&names) {
+                assert_eq!(cell.variant, *name);
+                assert!(
+                    cell.errors.is_empty(),
+                    "{name} at {}: {:?}",
+                    case.label,
+                    cell.errors
+                );
+                let summary = &cell.metrics[primary];
+                assert_eq!(summary.samples.len(), opts.reps);
+                assert!(summary.median > 0.0, "{name} at {}", case.label);
+            }
+        }
+        for ratio in &section.ratios {
+            assert_eq!(ratio.values.len(), section.cases.len());
+            assert!(
+                ratio.values.iter().all(Option::is_some),
+                "{}/{}",
+                ratio.num,
+                ratio.den
+            );
+        }
+    }
+}
+
+#[test]
+fn cli_smoke_writes_parsable_json_and_svg_plots() {
+    let dir = scratch("cli");
+    let json = dir.join("out.json");
+    let plots = dir.join("plots");
+    let out = lab(&[
+        "futex-wake",
+        "--smoke",
+        "--json",
+        json.to_str().unwrap(),
+        "--plot",
+        plots.to_str().unwrap(),
+    ]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains("wake one at a time") && stdout.contains("verdict:"),
+        "{stdout}"
+    );
+
+    let report = Report::read_json(&json).unwrap();
+    assert_eq!(report.experiments[0].name, "futex-wake");
+    let svgs: Vec<_> = std::fs::read_dir(&plots)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(svgs.len(), 2, "{svgs:?}");
+    for svg in svgs {
+        let text = std::fs::read_to_string(&svg).unwrap();
+        assert!(
+            text.starts_with("<svg") && text.contains("<text"),
+            "{}",
+            svg.display()
+        );
+    }
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn an_unknown_experiment_fails_cleanly() {
+    let out = lab(&["no-such-experiment", "--smoke"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("unknown experiment") && stderr.contains("futex-wake"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("panicked"), "{stderr}");
+}
+
+#[test]
+fn conflicting_suites_are_refused() {
+    let out = lab(&["futex-wake", "--smoke", "--full"]);
+    assert!(!out.status.success());
+}
+
+#[test]
+fn list_names_every_experiment() {
+    let out = lab(&["list"]);
+    assert!(out.status.success());
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    for exp in experiments::all() {
+        assert!(stdout.contains(exp.name), "{stdout}");
+    }
+}
