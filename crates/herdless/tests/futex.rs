@@ -12,9 +12,11 @@ use herdless::FutexTable;
 
 const POLICIES: [WakePolicy; 2] = [WakePolicy::AlwaysLock, WakePolicy::WaiterCount];
 
-/// Spins (yielding) until the table shows `n` waiters on `word`'s bucket.
+/// Spins (yielding) until `n` threads are queued on `word`, where a wake
+/// finds them. (`waiters` would not do: it also counts a waiter that has
+/// announced itself but not yet checked the value.)
 fn until_waiters(table: &FutexTable, word: &AtomicU32, n: usize) {
-    while table.waiters(word) < n {
+    while table.queued(word) < n {
         thread::yield_now();
     }
 }
@@ -40,7 +42,7 @@ fn wake_with_n_zero_wakes_nobody_even_with_waiters() {
     };
     until_waiters(&table, &word, 1);
     assert_eq!(table.wake(&word, 0), 0);
-    assert_eq!(table.waiters(&word), 1, "n = 0 must not dequeue anyone");
+    assert_eq!(table.queued(&word), 1, "n = 0 must not dequeue anyone");
     word.store(1, Ordering::Relaxed);
     assert_eq!(table.wake(&word, 1), 1);
     assert_eq!(t.join().unwrap(), Ok(Woken));
@@ -254,7 +256,7 @@ fn cmp_requeue_with_a_mismatched_value_moves_nobody() {
             found: 0
         })
     );
-    assert_eq!(table.waiters(&from), 1);
+    assert_eq!(table.queued(&from), 1);
     assert_eq!(table.wake(&to, 1), 0, "nobody was moved to the target");
     from.store(1, Ordering::Relaxed);
     assert_eq!(table.wake(&from, 1), 1);

@@ -440,6 +440,28 @@ impl FutexTable {
             .load(Ordering::Relaxed)
     }
 
+    /// Threads queued on `word` right now, counted under its bucket lock.
+    ///
+    /// Unlike [`waiters`](Self::waiters), which counts every thread that has
+    /// announced itself on the bucket (including one still on its way to the
+    /// value check), this counts only waiters that a wake would find.
+    pub fn queued(&self, word: &AtomicU32) -> usize {
+        let key = address(word);
+        let queue = self.buckets[self.index(key)].queue.lock();
+        let mut count = 0;
+        let mut cursor = queue.front();
+        while let Some(node) = cursor {
+            // SAFETY: `node` is in the locked list: live, links ours.
+            let waiter = unsafe { node.as_ref() };
+            if waiter.key.load(Ordering::Relaxed) == key {
+                count += 1;
+            }
+            // SAFETY: as above.
+            cursor = unsafe { queue.next(node) };
+        }
+        count
+    }
+
     /// The sum of every bucket's waiter count: zero when nobody waits and no
     /// operation is in flight.
     pub fn total_waiters(&self) -> usize {
