@@ -11,6 +11,8 @@
 //! | [`parker`] | — | one sleeping thread and a handle that wakes it |
 //! | [`futex`] | 004 | address-keyed wait/wake with the waiter-count fast path |
 //! | [`mutex`], [`condvar`] | 004 + 001 | `lock_api` mutex and a condvar whose `notify_all` requeues |
+//! | [`wait_queue`] | 000 + 001 | wait-queue head: exclusive and non-exclusive entries, poller callbacks, pass-on of unused wakeups |
+//! | [`channel`] | 000 | blocking multi-reader queue on a wait queue, wake-all or wake-one |
 //!
 //! See `docs/ARCHITECTURE.md` for the layers and the ordering contracts.
 
@@ -22,12 +24,15 @@ pub(crate) mod sync;
 pub(crate) mod sys;
 pub(crate) mod util;
 
+pub mod channel;
 pub mod condvar;
 pub mod futex;
 pub mod mutex;
 pub mod parker;
 pub mod stats;
+pub mod wait_queue;
 
+pub use channel::Channel;
 #[cfg(not(loom))]
 pub use condvar::Condvar;
 pub use condvar::RawCondvar;
@@ -35,3 +40,4 @@ pub use futex::{FutexTable, RequeueError, Requeued, WaitError, WakePolicy, Woken
 pub use mutex::RawMutex;
 #[cfg(not(loom))]
 pub use mutex::{Mutex, MutexGuard};
+pub use wait_queue::{Attempt, WaitQueue, WakeMode};

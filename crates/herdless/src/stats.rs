@@ -5,12 +5,12 @@
 //! (about 10 ns here), and a single locked add on a shared line would double
 //! it. So there are two kinds of counter:
 //!
-//! - [`Counter`], for hot paths. Each thread leases one of [`OWNED_SLOTS`]
+//! - `Counter`, for hot paths. Each thread leases one of `OWNED_SLOTS`
 //!   cache-padded slots for its lifetime and counts into it with a plain
 //!   load and store: no locked instruction, no shared cache line. Threads
 //!   beyond the owned slots share one extra slot with atomic adds. A slot is
 //!   returned when its thread exits; the next lessee keeps counting on top.
-//! - [`SlowCounter`], for events that only happen on slow paths (a contended
+//! - `SlowCounter`, for events that only happen on slow paths (a contended
 //!   lock acquisition): one atomic, one locked add, negligible there.
 //!
 //! `sum` is exact once the counting threads have finished (joined) and
@@ -138,6 +138,7 @@ mod imp {
 #[cfg(not(feature = "stats"))]
 mod imp {
     /// No slots without the `stats` feature.
+    #[allow(dead_code)]
     pub const OWNED_SLOTS: usize = 0;
 
     /// A counter that counts nothing (the `stats` feature is off).

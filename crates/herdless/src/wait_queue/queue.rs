@@ -1,0 +1,273 @@
+//! [`WaitQueue`]: the queue head, wakes, and the lists under its lock.
+
+use std::ptr::NonNull;
+
+use super::entry::{publish_woken, Entry, Notify, WAITING};
+use crate::lock::SpinParkLock;
+use crate::stats::{Counter, SlowCounter};
+use crate::sync::{AtomicUsize, Ordering};
+use crate::util::linked_list::LinkedList;
+use crate::util::wake_list::WakeList;
+
+/// How a queue treats exclusive waiters (seed 000's before and after).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum WakeMode {
+    /// Every waiter is treated as non-exclusive, so every wake wakes
+    /// everybody: the thundering herd of seed 000's "before".
+    WakeAll,
+    /// Exclusive waiters are woken at most `nr_exclusive` at a time, oldest
+    /// first (seed 000's "after"; the default).
+    #[default]
+    Exclusive,
+}
+
+/// Event counts of a queue (all zero without the `stats` feature).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct WaitQueueStats {
+    /// Entries woken: threads unparked and callbacks called, by wakes and
+    /// pass-ons.
+    pub wakeups: u64,
+    /// Woken threads whose next look found nothing to do and went back to
+    /// sleep (thundering-herd losers, or a wakeup someone else consumed).
+    pub wasted_wakeups: u64,
+    /// Wakeups handed on by a chosen exclusive waiter that left without
+    /// consuming (DESIGN contract 1).
+    pub passed_on: u64,
+    /// Queue-lock acquisitions that found the lock held.
+    pub contended_lock_acquisitions: u64,
+}
+
+/// `wakeups` and `wasted` are counted on the wake and wait paths the lab
+/// times; a pass-on only happens on a slow path.
+#[derive(Default)]
+pub(super) struct Counters {
+    pub(super) wakeups: Counter,
+    pub(super) wasted: Counter,
+    pub(super) passed_on: SlowCounter,
+}
+
+/// The two lists under the queue lock. Non-exclusive entries (sleeping
+/// pollers, callbacks) are all woken by every wake, exclusive ones from the
+/// front, so keeping them apart makes `wake_up(n)` cost O(non-exclusive + n)
+/// instead of a scan past every exclusive sleeper (the kernel gets the same
+/// effect by adding non-exclusive entries at the head).
+pub(super) struct Lists {
+    shared: LinkedList<Entry>,
+    exclusive: LinkedList<Entry>,
+}
+
+impl Lists {
+    fn of(&mut self, entry: &Entry) -> &mut LinkedList<Entry> {
+        if entry.exclusive {
+            &mut self.exclusive
+        } else {
+            &mut self.shared
+        }
+    }
+}
+
+/// A wait-queue head (kernel: `wait_queue_head_t`); see the
+/// [module docs](super) for the contract and the ordering argument.
+pub struct WaitQueue {
+    lists: SpinParkLock<Lists>,
+    mode: WakeMode,
+    /// Test hook (see [`WaitQueue::debug_give_up_when_chosen`]).
+    give_up_when_chosen: AtomicUsize,
+    pub(super) counters: Counters,
+}
+
+impl Default for WaitQueue {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl std::fmt::Debug for WaitQueue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WaitQueue")
+            .field("mode", &self.mode)
+            .field("len", &self.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl WaitQueue {
+    /// An empty queue in [`WakeMode::Exclusive`].
+    pub fn new() -> Self {
+        Self::with_mode(WakeMode::Exclusive)
+    }
+
+    /// An empty queue with the given wake mode.
+    pub fn with_mode(mode: WakeMode) -> Self {
+        WaitQueue {
+            lists: SpinParkLock::new(Lists {
+                shared: LinkedList::new(),
+                exclusive: LinkedList::new(),
+            }),
+            mode,
+            give_up_when_chosen: AtomicUsize::new(0),
+            counters: Counters::default(),
+        }
+    }
+
+    /// The wake mode chosen at construction.
+    pub fn mode(&self) -> WakeMode {
+        self.mode
+    }
+
+    /// Wakes every non-exclusive entry and at most `nr_exclusive` exclusive
+    /// ones, oldest first; returns how many entries it woke (threads and
+    /// callbacks).
+    ///
+    /// `wake_up(0)` wakes only the non-exclusive entries (sleeping pollers
+    /// and callbacks). In [`WakeMode::WakeAll`] every entry is non-exclusive,
+    /// so any `wake_up` wakes everybody.
+    ///
+    /// Change the state the waiters test *before* calling `wake_up`; the
+    /// lost-wakeup argument in the module docs relies on it. Threads are
+    /// unparked and callbacks run after the queue lock is dropped.
+    pub fn wake_up(&self, nr_exclusive: usize) -> usize {
+        let mut wake_list = WakeList::new();
+        let mut lists = self.lists.lock();
+        let mut woken = 0;
+        let mut cursor = lists.shared.front();
+        while let Some(node) = cursor {
+            // SAFETY: `node` is in the locked `shared` list, so it is live
+            // and its links are ours. We read `next` before the record can
+            // be freed (by `publish_woken` below).
+            cursor = unsafe { lists.shared.next(node) };
+            // SAFETY: as above; shared access to immutable fields only.
+            let entry = unsafe { node.as_ref() };
+            wake_list.push(entry.notify.clone());
+            if !entry.is_callback() {
+                // SAFETY: `node` is in `shared`.
+                unsafe { lists.shared.remove(node) };
+                publish_woken(node);
+            }
+            woken += 1;
+        }
+        woken += dequeue_exclusive(&mut lists, nr_exclusive, &mut wake_list);
+        drop(lists);
+        wake_list.wake_all();
+        self.counters.wakeups.add(woken as u64);
+        woken
+    }
+
+    /// Wakes every entry; returns how many.
+    pub fn wake_up_all(&self) -> usize {
+        self.wake_up(usize::MAX)
+    }
+
+    /// Hands a wakeup on: wakes the oldest exclusive waiter, if any, and
+    /// nobody else (non-exclusive entries were woken by the wake being
+    /// passed on, and those queued since have looked at the state
+    /// themselves).
+    pub(super) fn pass_on(&self) {
+        self.counters.passed_on.add(1);
+        let mut wake_list = WakeList::new();
+        let mut lists = self.lists.lock();
+        let woken = dequeue_exclusive(&mut lists, 1, &mut wake_list);
+        drop(lists);
+        wake_list.wake_all();
+        self.counters.wakeups.add(woken as u64);
+    }
+
+    /// Number of queued entries (sleeping threads and registered callbacks).
+    /// A snapshot, for diagnostics and tests.
+    pub fn len(&self) -> usize {
+        let lists = self.lists.lock();
+        lists.shared.len() + lists.exclusive.len()
+    }
+
+    /// Whether no entry is queued (a snapshot).
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Event counts since construction (zeros without the `stats` feature).
+    pub fn stats(&self) -> WaitQueueStats {
+        WaitQueueStats {
+            wakeups: self.counters.wakeups.sum(),
+            wasted_wakeups: self.counters.wasted.sum(),
+            passed_on: self.counters.passed_on.sum(),
+            contended_lock_acquisitions: self.lists.contended_acquisitions(),
+        }
+    }
+
+    /// Test hook: the next `times` exclusive waiters *with a finite timeout*
+    /// that find themselves chosen by a wake give up at once, as if their
+    /// timeout had fired right after the wake picked them and they left
+    /// without looking: they report a timeout and pass the wakeup on. It
+    /// widens the "chosen, then timed out" window to the whole wait. Not
+    /// part of the API.
+    #[doc(hidden)]
+    pub fn debug_give_up_when_chosen(&self, times: usize) {
+        // Relaxed: a test knob that only selects a branch; it orders nothing.
+        self.give_up_when_chosen.store(times, Ordering::Relaxed);
+    }
+
+    /// Consumes one unit of the test hook, if armed.
+    pub(super) fn take_give_up_hook(&self) -> bool {
+        // Relaxed: as in `debug_give_up_when_chosen`.
+        self.give_up_when_chosen
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1))
+            .is_ok()
+    }
+
+    /// Queues `node` at the tail of its list, in state `WAITING`.
+    ///
+    /// # Safety
+    /// `node` is live, pinned and in no list, and stays live until it has
+    /// been removed again: by [`WaitQueue::remove`], or by a wake (thread
+    /// entries) followed by its owner observing `WOKEN`.
+    pub(super) unsafe fn enqueue(&self, node: NonNull<Entry>) {
+        // SAFETY: live (caller contract); shared access.
+        let entry = unsafe { node.as_ref() };
+        let mut lists = self.lists.lock();
+        // Relaxed: written by the owner under the lock, before the record
+        // is visible to any waker; wakers never read it. The owner's later
+        // Acquire loads see either this value or a waker's WOKEN (coherence).
+        entry.state.store(WAITING, Ordering::Relaxed);
+        // SAFETY: caller contract.
+        unsafe { lists.of(entry).push_back(node) };
+    }
+
+    /// Takes `entry` off the queue, unless a wake already did. Returns
+    /// `true` if a wake dequeued it (it is then `WOKEN`: the wake wins).
+    ///
+    /// # Safety
+    /// `entry` was queued on this queue by [`WaitQueue::enqueue`] and not
+    /// removed since by this function.
+    pub(super) unsafe fn remove(&self, entry: &Entry) -> bool {
+        let mut lists = self.lists.lock();
+        // A wake dequeues thread entries under this lock, so under it the
+        // answer is final. Acquire as in `is_woken`.
+        if entry.is_woken() {
+            return true;
+        }
+        // SAFETY: queued here and not woken, so still in its list (caller
+        // contract), which we hold locked.
+        unsafe { lists.of(entry).remove(NonNull::from(entry)) };
+        false
+    }
+}
+
+/// Dequeues up to `max` exclusive thread entries, oldest first, onto
+/// `wake_list`; returns how many. The caller wakes the list after dropping
+/// the lock.
+fn dequeue_exclusive(lists: &mut Lists, max: usize, wake_list: &mut WakeList<Notify>) -> usize {
+    let mut taken = 0;
+    while taken < max {
+        let Some(node) = lists.exclusive.pop_front() else {
+            break;
+        };
+        // SAFETY: the record was in the locked list, so it is live until
+        // `publish_woken` below; shared access to an immutable field.
+        let notify = unsafe { node.as_ref().notify.clone() };
+        // Clone the handle before publishing the grant (contract 3).
+        wake_list.push(notify);
+        publish_woken(node);
+        taken += 1;
+    }
+    taken
+}

@@ -1,0 +1,157 @@
+//! Long-lived callback entries: how a poller (a later `EventPoll`) hangs on
+//! an event source's queue (kernel: `poll_wait` / `ep_ptable_queue_proc`
+//! adding an entry whose function is `ep_poll_callback`).
+
+use std::pin::Pin;
+use std::ptr::NonNull;
+
+use super::entry::{Callback, Entry, Notify};
+use super::queue::WaitQueue;
+use crate::sync::Arc;
+
+/// Wraps a closure into the shared callback handle wakers clone.
+fn callback(f: impl Fn() + Send + Sync + 'static) -> Callback {
+    #[cfg(not(loom))]
+    {
+        Arc::new(f)
+    }
+    // loom's `Arc` cannot unsize a closure itself; it adopts a std `Arc`.
+    #[cfg(loom)]
+    {
+        let f: std::sync::Arc<dyn Fn() + Send + Sync> = std::sync::Arc::new(f);
+        Arc::from_std(f)
+    }
+}
+
+fn queued_entry(queue: &WaitQueue, f: impl Fn() + Send + Sync + 'static) -> Pin<Box<Entry>> {
+    // Pollers are never exclusive (DESIGN contract 1).
+    let entry = Box::pin(Entry::new(false, Notify::Callback(callback(f))));
+    // SAFETY: the entry is pinned in its box, in no list, and the
+    // registration that owns the box removes it from `queue` (and from no
+    // other) before dropping the box.
+    unsafe { queue.enqueue(NonNull::from(&*entry)) };
+    entry
+}
+
+impl WaitQueue {
+    /// Adds a non-exclusive entry whose wake function is `callback`; it is
+    /// removed when the returned [`Registration`] is dropped.
+    ///
+    /// Every [`wake_up`](Self::wake_up) while the entry is queued calls
+    /// `callback` once, on the waking thread, after the queue lock has been
+    /// dropped: it may lock, wake other queues, or even this one. Keep it
+    /// short: the waker is blocked while it runs. A wake that collected the
+    /// entry just before the registration was dropped may still call it
+    /// once afterwards (DESIGN contract 3: expect spurious calls).
+    ///
+    /// Registering does not look at the source: as with any waiter, the
+    /// poller registers first, then checks readiness itself, so that no
+    /// event falls between the two.
+    pub fn register(&self, callback: impl Fn() + Send + Sync + 'static) -> Registration<'_> {
+        Registration {
+            queue: self,
+            entry: queued_entry(self, callback),
+        }
+    }
+
+    /// [`register`](Self::register) for a long-lived poller that must not
+    /// borrow the source: the registration holds `owner` (for example an
+    /// event source shared with `Arc`) and the queue `queue(&owner)`, and
+    /// stays valid as long as it is kept. This is what an interest list
+    /// stores next to the source it watches.
+    pub fn register_owned<T>(
+        owner: Arc<T>,
+        queue: fn(&T) -> &WaitQueue,
+        callback: impl Fn() + Send + Sync + 'static,
+    ) -> OwnedRegistration<T>
+    where
+        T: ?Sized + Send + Sync,
+    {
+        let wait_queue = queue(&*owner);
+        let entry = queued_entry(wait_queue, callback);
+        OwnedRegistration {
+            queue: NonNull::from(wait_queue),
+            entry,
+            owner,
+        }
+    }
+}
+
+/// A callback entry on a borrowed [`WaitQueue`]; removed on drop.
+pub struct Registration<'a> {
+    queue: &'a WaitQueue,
+    entry: Pin<Box<Entry>>,
+}
+
+impl Registration<'_> {
+    /// The queue this entry is on.
+    pub fn queue(&self) -> &WaitQueue {
+        self.queue
+    }
+}
+
+impl Drop for Registration<'_> {
+    fn drop(&mut self) {
+        // SAFETY: queued on `self.queue` at construction, removed only here;
+        // the box is freed after this, when the field is dropped.
+        let woken = unsafe { self.queue.remove(&self.entry) };
+        debug_assert!(!woken, "callback entries are never dequeued by wakes");
+    }
+}
+
+impl std::fmt::Debug for Registration<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Registration").finish_non_exhaustive()
+    }
+}
+
+/// A callback entry on the queue of a shared owner; removed on drop. See
+/// [`WaitQueue::register_owned`].
+pub struct OwnedRegistration<T: ?Sized> {
+    /// Points into `*owner` (or to a queue that outlives it): valid while
+    /// `owner` is held, see `queue()`.
+    queue: NonNull<WaitQueue>,
+    /// Removed from the queue in `drop`, then freed before `owner` (field
+    /// order).
+    entry: Pin<Box<Entry>>,
+    owner: Arc<T>,
+}
+
+// SAFETY: the raw pointer is a shared reference to a `WaitQueue` (which is
+// `Sync`) kept alive by `owner`; everything else is `Send`/`Sync` on its
+// own when `T` is.
+unsafe impl<T: ?Sized + Send + Sync> Send for OwnedRegistration<T> {}
+// SAFETY: as above; `&OwnedRegistration` only gives out `&WaitQueue`, `&T`.
+unsafe impl<T: ?Sized + Send + Sync> Sync for OwnedRegistration<T> {}
+
+impl<T: ?Sized> OwnedRegistration<T> {
+    /// The queue this entry is on.
+    pub fn queue(&self) -> &WaitQueue {
+        // SAFETY: the pointer came from `queue(&owner)`, a reference whose
+        // lifetime is that of a shared borrow of `*owner`. `owner` is an
+        // `Arc` we hold, so `*owner` is alive, never moved, and (with our
+        // clone alive) never mutably borrowed: the borrow it came from could
+        // have lasted until now, so the reference is still valid.
+        unsafe { self.queue.as_ref() }
+    }
+
+    /// The owner this registration keeps alive.
+    pub fn owner(&self) -> &Arc<T> {
+        &self.owner
+    }
+}
+
+impl<T: ?Sized> Drop for OwnedRegistration<T> {
+    fn drop(&mut self) {
+        // SAFETY: queued on this queue at construction, removed only here,
+        // while `owner` still keeps the queue alive.
+        let woken = unsafe { self.queue().remove(&self.entry) };
+        debug_assert!(!woken, "callback entries are never dequeued by wakes");
+    }
+}
+
+impl<T: ?Sized> std::fmt::Debug for OwnedRegistration<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OwnedRegistration").finish_non_exhaustive()
+    }
+}
