@@ -4,10 +4,11 @@
 use crate::harness::{Experiment, LabError};
 
 pub mod futex_wake;
+pub mod herd;
 
 /// Every experiment, in the order `all` runs them.
 pub fn all() -> Vec<Experiment> {
-    vec![futex_wake::experiment()]
+    vec![herd::experiment(), futex_wake::experiment()]
 }
 
 /// The experiment called `name`.
