@@ -19,7 +19,7 @@
 //! again (`wait_queue().len() == R`): each item finds all R readers waiting.
 //! The clock runs from the first send (all readers already queued) to the
 //! last item's receipt; then the channel is closed and the readers exit on
-//! `Closed`. A run that makes no progress for [`PATIENCE`] closes the
+//! `Closed`. A run that makes no progress for [`PATIENCE`](crate::harness::patience::PATIENCE) closes the
 //! channel and returns [`LabError::Stuck`]; a reader that panics is
 //! reported as [`LabError::Panicked`].
 //!
@@ -43,16 +43,13 @@ use herdless::wait_queue::WakeMode;
 use serde::Serialize;
 
 use crate::harness::gang::STACK_SIZE;
+use crate::harness::patience::wait_until as wait_for;
 use crate::harness::{
     Case, Experiment, LabError, Metric, PerSuite, Ratio, Role, Sample, Section, Usage, Variant,
 };
 
 const WAKE_ALL: &str = "wake-all";
 const WAKE_ONE: &str = "wake-one";
-
-/// How long a run may go without progress (readers queueing, an item being
-/// taken) before it is declared stuck.
-const PATIENCE: Duration = Duration::from_secs(10);
 
 /// How long a poller waits for readiness before looking again. Readiness
 /// ends the wait at once; the timeout only bounds a poller's sleep.
@@ -138,24 +135,6 @@ impl Drop for CloseOnDrop<'_> {
     fn drop(&mut self) {
         self.0.close();
     }
-}
-
-/// Yields until `done()` holds; `Stuck` (describing `what()`) if it does
-/// not within [`PATIENCE`].
-fn wait_for(mut done: impl FnMut() -> bool, what: impl Fn() -> String) -> Result<(), LabError> {
-    let start = Instant::now();
-    let mut spins: u32 = 0;
-    while !done() {
-        spins = spins.wrapping_add(1);
-        if spins % 256 == 0 && start.elapsed() > PATIENCE {
-            return Err(LabError::Stuck {
-                what: what(),
-                after: PATIENCE,
-            });
-        }
-        thread::yield_now();
-    }
-    Ok(())
 }
 
 /// What the timed part of a run counted.

@@ -30,6 +30,7 @@ pub mod asleep;
 mod error;
 pub mod gang;
 pub mod json;
+pub mod patience;
 pub mod plot;
 pub mod report;
 pub mod runner;

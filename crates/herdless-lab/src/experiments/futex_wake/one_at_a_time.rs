@@ -18,7 +18,7 @@
 
 use std::sync::atomic::{AtomicI32, AtomicU32, Ordering};
 use std::thread;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use rustix::thread::futex;
 use serde::Serialize;
@@ -28,11 +28,8 @@ use super::Measure;
 use crate::harness::affinity::{Pin, Placement};
 use crate::harness::asleep::{current_tid, wait_until_asleep};
 use crate::harness::gang::STACK_SIZE;
+use crate::harness::patience::{wait_until, PATIENCE};
 use crate::harness::{Case, LabError, Sample};
-
-/// How long workers may take to start and fall asleep, and how long the
-/// wake loop may go without waking anybody, before the run is declared stuck.
-const PATIENCE: Duration = Duration::from_secs(10);
 
 /// Parameters of one row.
 #[derive(Clone, Copy, Debug, Serialize)]
@@ -137,20 +134,14 @@ impl Measure for OneAtATime {
 
 /// Waits for every worker to publish its thread id.
 fn collect_tids(slots: &[AtomicI32]) -> Result<Vec<i32>, LabError> {
-    let start = Instant::now();
     slots
         .iter()
-        .map(|slot| loop {
-            match slot.load(Ordering::Acquire) {
-                0 if start.elapsed() > PATIENCE => {
-                    return Err(LabError::Stuck {
-                        what: "waiters starting".into(),
-                        after: PATIENCE,
-                    })
-                }
-                0 => thread::yield_now(),
-                tid => return Ok(tid),
-            }
+        .map(|slot| {
+            wait_until(
+                || slot.load(Ordering::Acquire) != 0,
+                || "waiters starting".into(),
+            )?;
+            Ok(slot.load(Ordering::Acquire))
         })
         .collect()
 }
