@@ -311,7 +311,16 @@ fn chosen_reader_that_times_out_right_after_being_picked_never_loses_the_item() 
     eprintln!("chosen readers that gave up: {gave_up} of {ITERATIONS}");
     if herdless::stats::ENABLED {
         let s = ch.stats();
-        assert_eq!(s.passed_on, gave_up as u64);
+        // Every give-up passed its wakeup on. A few more pass-ons are
+        // legitimate: a reader chosen while its own first look (right after
+        // queueing) was already taking the item passes the wakeup on too,
+        // since it may have taken an older item than the one announced.
+        assert!(
+            s.passed_on >= gave_up as u64,
+            "{} give-ups but only {} pass-ons",
+            gave_up,
+            s.passed_on
+        );
         assert_eq!((s.sent, s.received), (ITERATIONS as u64, ITERATIONS as u64));
     }
 }
