@@ -31,6 +31,29 @@ fn until_queued<T>(ch: &Channel<T>, n: usize) {
     until("waiters to queue", || ch.wait_queue().len() >= n);
 }
 
+/// Whether thread `tid` of this process is asleep in the kernel (state S).
+fn is_asleep(tid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/self/task/{tid}/stat"))
+        .ok()
+        .and_then(|stat| {
+            let state = stat.rsplit_once(") ")?.1.chars().next()?;
+            Some(state == 'S')
+        })
+        .unwrap_or(false)
+}
+
+/// Until `n` readers are queued *and* every thread in `tids` sleeps.
+/// Queued alone is not enough when a test counts wakeups exactly: a reader
+/// counts as queued before its own look at the channel right after
+/// queueing, and that look may still take the item a send then announces.
+/// With every reader asleep, none is inside a look (a thread sleeping on
+/// the queue's internal lock needs a running holder).
+fn until_asleep<T>(ch: &Channel<T>, tids: &[i32]) {
+    until("readers to fall asleep", || {
+        ch.wait_queue().len() == tids.len() && tids.iter().all(|&t| is_asleep(t))
+    });
+}
+
 #[test]
 fn send_then_recv_keeps_fifo_order() {
     for mode in MODES {
@@ -392,13 +415,20 @@ fn stats_show_the_herd_in_wake_all_mode_and_none_in_exclusive_mode() {
     const READERS: usize = 4;
     for mode in MODES {
         let ch = Arc::new(Channel::with_mode(mode));
+        let (tid_tx, tid_rx) = mpsc::channel();
         let readers: Vec<_> = (0..READERS)
             .map(|_| {
-                let ch = ch.clone();
-                thread::spawn(move || ch.recv())
+                let (ch, tid_tx) = (ch.clone(), tid_tx.clone());
+                thread::spawn(move || {
+                    tid_tx
+                        .send(rustix::thread::gettid().as_raw_nonzero().get())
+                        .unwrap();
+                    ch.recv()
+                })
             })
             .collect();
-        until_queued(&ch, READERS);
+        let tids: Vec<i32> = (0..READERS).map(|_| tid_rx.recv().unwrap()).collect();
+        until_asleep(&ch, &tids);
         ch.send(0).unwrap();
         // The losers (wake-all) go back to sleep; the winner has left.
         until("the item to be taken", || {
