@@ -52,6 +52,18 @@ pub(crate) struct LockGuard<'a, T> {
 }
 
 impl<T> SpinParkLock<T> {
+    /// An unlocked lock around `data`.
+    #[cfg(not(loom))]
+    pub(crate) const fn new(data: T) -> Self {
+        SpinParkLock {
+            state: AtomicU32::new(UNLOCKED),
+            contended: SlowCounter::new(),
+            data: UnsafeCell::new(data),
+        }
+    }
+
+    /// An unlocked lock around `data` (loom atomics are not `const`).
+    #[cfg(loom)]
     pub(crate) fn new(data: T) -> Self {
         SpinParkLock {
             state: AtomicU32::new(UNLOCKED),

@@ -120,8 +120,8 @@ mod imp {
     pub struct SlowCounter(AtomicU64);
 
     impl SlowCounter {
-        pub fn new() -> Self {
-            Self::default()
+        pub const fn new() -> Self {
+            SlowCounter(AtomicU64::new(0))
         }
 
         #[inline]
@@ -164,7 +164,7 @@ mod imp {
     pub struct SlowCounter;
 
     impl SlowCounter {
-        pub fn new() -> Self {
+        pub const fn new() -> Self {
             SlowCounter
         }
 

@@ -1,0 +1,561 @@
+//! [`RawRwSem`]: the count, the fast paths, and the slow paths that queue,
+//! grant and cancel. The module docs hold the state table and the ordering
+//! argument this file relies on.
+
+use std::pin::pin;
+use std::ptr::NonNull;
+use std::time::Duration;
+
+use crossbeam_utils::Backoff;
+
+use super::config::{Counting, RwSemConfig, WakeTiming};
+use super::stats::RwSemStats;
+use super::wait_list::{WaitGuard, WaitList};
+use super::waiter::{grant, Kind, Waiter};
+use crate::deadline::Deadline;
+use crate::lock::SpinParkLock;
+use crate::parker;
+use crate::sync::{AtomicUsize, Ordering};
+use crate::util::wake_list::WakeList;
+use crate::wait_queue::TimedOut;
+
+/// A writer holds the lock.
+const WRITER: usize = 1;
+/// The wait list is not empty; set and cleared only under the wait lock.
+const WAITERS: usize = 1 << 1;
+/// One reader holds the lock (the reader count starts at bit 2).
+const READER: usize = 1 << 2;
+
+/// Rounds of exponential spinning before an `AtomicCount` acquirer queues.
+const SPIN_ROUNDS: u32 = 6;
+
+/// The raw reader-writer semaphore. Use it through [`RwSem`](super::RwSem),
+/// or directly with its `unsafe` unlock methods.
+pub struct RawRwSem {
+    /// `AtomicCount`'s state word (see the module docs); always 0 with
+    /// `Generic`.
+    count: AtomicUsize,
+    /// The wait lock and what it guards: the FIFO of sleepers, `Generic`'s
+    /// `activity`, the tallies.
+    wait: SpinParkLock<WaitList>,
+    config: RwSemConfig,
+}
+
+impl Default for RawRwSem {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl std::fmt::Debug for RawRwSem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RawRwSem")
+            .field("config", &self.config)
+            .field("count", &self.count.load(Ordering::Relaxed))
+            .finish_non_exhaustive()
+    }
+}
+
+impl RawRwSem {
+    /// An unlocked semaphore with the default configuration
+    /// ([`RwSemConfig::DEFAULT`]).
+    #[cfg(not(loom))]
+    pub const fn new() -> Self {
+        Self::with_config(RwSemConfig::DEFAULT)
+    }
+
+    /// An unlocked semaphore with the given counting and wake timing.
+    #[cfg(not(loom))]
+    pub const fn with_config(config: RwSemConfig) -> Self {
+        RawRwSem {
+            count: AtomicUsize::new(0),
+            wait: SpinParkLock::new(WaitList::new()),
+            config,
+        }
+    }
+
+    /// An unlocked semaphore with the default configuration.
+    #[cfg(loom)]
+    pub fn new() -> Self {
+        Self::with_config(RwSemConfig::DEFAULT)
+    }
+
+    /// An unlocked semaphore with the given counting and wake timing.
+    #[cfg(loom)]
+    pub fn with_config(config: RwSemConfig) -> Self {
+        RawRwSem {
+            count: AtomicUsize::new(0),
+            wait: SpinParkLock::new(WaitList::new()),
+            config,
+        }
+    }
+
+    /// The configuration chosen at construction.
+    pub fn config(&self) -> RwSemConfig {
+        self.config
+    }
+
+    // ----- acquiring -------------------------------------------------------
+
+    /// Takes the lock shared, sleeping while a writer holds it or anyone
+    /// waits ahead (FIFO).
+    #[inline]
+    pub fn read(&self) {
+        let acquired = self.acquire(Kind::Read, None);
+        debug_assert!(acquired, "an untimed acquire cannot time out");
+    }
+
+    /// Takes the lock shared if that is possible without waiting.
+    #[inline]
+    pub fn try_read(&self) -> bool {
+        self.try_acquire(Kind::Read)
+    }
+
+    /// [`read`](Self::read) giving up after `timeout`: `Duration::ZERO`
+    /// tries once without queueing, `Duration::MAX` waits forever. A grant
+    /// that races the timeout wins: the lock is then held and `Ok` returned.
+    pub fn read_timeout(&self, timeout: Duration) -> Result<(), TimedOut> {
+        self.acquire(Kind::Read, Some(timeout))
+            .then_some(())
+            .ok_or(TimedOut)
+    }
+
+    /// Takes the lock exclusive, sleeping while anyone holds it or waits
+    /// ahead (FIFO).
+    #[inline]
+    pub fn write(&self) {
+        let acquired = self.acquire(Kind::Write, None);
+        debug_assert!(acquired, "an untimed acquire cannot time out");
+    }
+
+    /// Takes the lock exclusive if that is possible without waiting.
+    #[inline]
+    pub fn try_write(&self) -> bool {
+        self.try_acquire(Kind::Write)
+    }
+
+    /// [`write`](Self::write) giving up after `timeout` (as
+    /// [`read_timeout`](Self::read_timeout)).
+    pub fn write_timeout(&self, timeout: Duration) -> Result<(), TimedOut> {
+        self.acquire(Kind::Write, Some(timeout))
+            .then_some(())
+            .ok_or(TimedOut)
+    }
+
+    #[inline]
+    fn acquire(&self, kind: Kind, timeout: Option<Duration>) -> bool {
+        if self.config.counting == Counting::AtomicCount && self.try_fast(kind) {
+            return true;
+        }
+        self.acquire_slow(kind, timeout)
+    }
+
+    fn try_acquire(&self, kind: Kind) -> bool {
+        match self.config.counting {
+            Counting::AtomicCount => self.try_fast(kind),
+            Counting::Generic => {
+                let mut q = self.lock_wait();
+                q.list.is_empty() && self.take_locked(&mut q, kind)
+            }
+        }
+    }
+
+    /// `AtomicCount`'s lock-free attempt. Fails while anyone waits (FIFO).
+    #[inline]
+    fn try_fast(&self, kind: Kind) -> bool {
+        match kind {
+            Kind::Read => {
+                if self.count.load(Ordering::Relaxed) & (WRITER | WAITERS) != 0 {
+                    return false;
+                }
+                // The kernel's xadd: one atomic add, checked afterwards.
+                // Acquire pairs with the Release of the last writer's
+                // `write_unlock` (or `downgrade`): its critical section
+                // happens-before ours.
+                let prev = self.count.fetch_add(READER, Ordering::Acquire);
+                if prev & (WRITER | WAITERS) == 0 {
+                    return true;
+                }
+                // A writer or a waiter got in first: back out exactly as a
+                // reader leaving would, since our transient count may have
+                // kept a release from granting (it then saw a reader).
+                self.release_read_count();
+                false
+            }
+            // Acquire as above; a writer also needs every reader's
+            // Release (`release_read_count`), which the CAS reads from.
+            Kind::Write => self
+                .count
+                .compare_exchange(0, WRITER, Ordering::Acquire, Ordering::Relaxed)
+                .is_ok(),
+        }
+    }
+
+    /// Takes the lock for `kind` under the wait lock if it is free for it;
+    /// the caller has checked that nobody waits (FIFO).
+    fn take_locked(&self, q: &mut WaitList, kind: Kind) -> bool {
+        debug_assert!(q.list.is_empty());
+        match self.config.counting {
+            Counting::Generic => match kind {
+                Kind::Read if q.activity >= 0 => {
+                    q.activity += 1;
+                    true
+                }
+                Kind::Write if q.activity == 0 => {
+                    q.activity = -1;
+                    true
+                }
+                _ => false,
+            },
+            Counting::AtomicCount => {
+                // No fetch_add here: backing out would run a release's wake
+                // path, which needs the wait lock we hold. Orderings as in
+                // `try_fast`; WAITERS is clear (the list is empty).
+                let mut c = self.count.load(Ordering::Relaxed);
+                loop {
+                    let new = match kind {
+                        Kind::Read if c & WRITER == 0 => c + READER,
+                        Kind::Write if c == 0 => WRITER,
+                        _ => return false,
+                    };
+                    match self.count.compare_exchange_weak(
+                        c,
+                        new,
+                        Ordering::Acquire,
+                        Ordering::Relaxed,
+                    ) {
+                        Ok(_) => return true,
+                        Err(now) => c = now,
+                    }
+                }
+            }
+        }
+    }
+
+    #[cold]
+    fn acquire_slow(&self, kind: Kind, timeout: Option<Duration>) -> bool {
+        if self.config.counting == Counting::AtomicCount && !cfg!(loom) && self.spin(kind) {
+            return true;
+        }
+        // Recognised from the Duration itself: under loom every finite
+        // deadline reads as passed, so `Deadline` cannot tell zero apart.
+        let try_only = timeout == Some(Duration::ZERO);
+        let deadline = Deadline::after(timeout);
+        parker::with_current(|parker| {
+            let waiter = pin!(Waiter::new(kind, parker.unparker()));
+            let node = NonNull::from(&*waiter);
+            let mut wakes = WakeList::new();
+
+            let mut q = self.lock_wait();
+            if q.list.is_empty() && self.take_locked(&mut q, kind) {
+                return true;
+            }
+            if try_only {
+                return false;
+            }
+            // SAFETY: the record is pinned on this stack frame and in no
+            // list; it leaves the list before the frame ends: a granter
+            // dequeues it (we then see GRANTED), or we remove it ourselves
+            // under the wait lock below. Nothing in between can unwind.
+            unsafe { q.list.push_back(node) };
+            q.tallies.waits.add(1);
+            if self.config.counting == Counting::AtomicCount {
+                // Tells releases to take the wait lock. The RMW orders us
+                // against every release's RMW on the word (one modification
+                // order): a release after this sees WAITERS and comes to
+                // grant; a release before it is seen by the load in
+                // `grant_locked` below (coherence after our own RMW), which
+                // then grants. See the module docs, "No lost grant".
+                self.count.fetch_or(WAITERS, Ordering::Relaxed);
+            }
+            self.grant_locked(&mut q, &mut wakes);
+            self.finish(q, &mut wakes);
+
+            loop {
+                if waiter.is_granted() {
+                    return true;
+                }
+                parker.park_deadline(deadline);
+                if waiter.is_granted() {
+                    return true;
+                }
+                if deadline.has_passed() {
+                    let mut q = self.lock_wait();
+                    // Under the wait lock, GRANTED is final: a grant that
+                    // beat the timeout wins (DESIGN contract 5).
+                    if waiter.is_granted() {
+                        return true;
+                    }
+                    self.cancel_locked(&mut q, node, &mut wakes);
+                    self.finish(q, &mut wakes);
+                    return false;
+                }
+            }
+        })
+    }
+
+    /// Bounded optimistic spinning before queueing (`AtomicCount` only):
+    /// the holder is usually running and about to release. Stops as soon
+    /// as anyone queues, so as not to overtake sleepers.
+    fn spin(&self, kind: Kind) -> bool {
+        let backoff = Backoff::new();
+        for _ in 0..SPIN_ROUNDS {
+            backoff.spin();
+            let c = self.count.load(Ordering::Relaxed);
+            if c & WAITERS != 0 {
+                return false;
+            }
+            let free = match kind {
+                Kind::Read => c & WRITER == 0,
+                Kind::Write => c == 0,
+            };
+            if free && self.try_fast(kind) {
+                return true;
+            }
+        }
+        false
+    }
+
+    /// Removes a waiter that timed out, holding the wait lock, and lets
+    /// whoever it was holding back proceed (DESIGN contract 4).
+    fn cancel_locked(&self, q: &mut WaitList, node: NonNull<Waiter>, wakes: &mut WakeList) {
+        let was_head = q.list.front() == Some(node);
+        // SAFETY: not granted (checked under this same lock hold), so still
+        // in the list, where its owner (us) queued it.
+        unsafe { q.list.remove(node) };
+        q.tallies.timeouts.add(1);
+        if self.config.counting == Counting::AtomicCount && q.list.is_empty() {
+            // Nobody waits: re-enable the fast paths. Relaxed: the bit only
+            // routes releases; the data is ordered by the holder counts.
+            self.count.fetch_and(!WAITERS, Ordering::Relaxed);
+        }
+        if was_head {
+            // A writer at the head held back readers queued behind it while
+            // readers hold the lock, or the lock was free with a grant to us
+            // about to happen: the new head may proceed now.
+            self.grant_locked(q, wakes);
+        }
+    }
+
+    // ----- releasing -------------------------------------------------------
+
+    /// Releases a shared hold.
+    ///
+    /// # Safety
+    /// The caller holds the lock shared (from `read`, `try_read`,
+    /// `read_timeout` or `downgrade`) and gives up that hold.
+    #[inline]
+    pub unsafe fn read_unlock(&self) {
+        match self.config.counting {
+            Counting::AtomicCount => self.release_read_count(),
+            Counting::Generic => {
+                let mut wakes = WakeList::new();
+                let mut q = self.lock_wait();
+                debug_assert!(q.activity > 0, "read_unlock without a read hold");
+                q.activity -= 1;
+                if q.activity == 0 {
+                    self.grant_locked(&mut q, &mut wakes);
+                }
+                self.finish(q, &mut wakes);
+            }
+        }
+    }
+
+    #[inline]
+    fn release_read_count(&self) {
+        // Release pairs with the Acquire of the next holder (a writer's CAS
+        // or `grant_locked`'s CAS): our reads happen-before its writes.
+        let prev = self.count.fetch_sub(READER, Ordering::Release);
+        debug_assert!(prev >= READER, "read_unlock without a read hold");
+        if prev == READER | WAITERS {
+            // The last holder left and someone waits: grant.
+            self.wake_waiters();
+        }
+    }
+
+    /// Releases an exclusive hold.
+    ///
+    /// # Safety
+    /// The caller holds the lock exclusive (from `write`, `try_write` or
+    /// `write_timeout`) and gives up that hold.
+    #[inline]
+    pub unsafe fn write_unlock(&self) {
+        match self.config.counting {
+            Counting::AtomicCount => {
+                // Release as in `release_read_count`.
+                let prev = self.count.fetch_sub(WRITER, Ordering::Release);
+                debug_assert!(prev & WRITER != 0, "write_unlock without a write hold");
+                if prev & WAITERS != 0 {
+                    self.wake_waiters();
+                }
+            }
+            Counting::Generic => {
+                let mut wakes = WakeList::new();
+                let mut q = self.lock_wait();
+                debug_assert_eq!(q.activity, -1, "write_unlock without a write hold");
+                q.activity = 0;
+                self.grant_locked(&mut q, &mut wakes);
+                self.finish(q, &mut wakes);
+            }
+        }
+    }
+
+    /// Turns an exclusive hold into a shared one without letting a writer
+    /// in between, and grants the readers queued at the head (up to the
+    /// first queued writer) the lock alongside.
+    ///
+    /// # Safety
+    /// The caller holds the lock exclusive; afterwards it holds it shared.
+    pub unsafe fn downgrade(&self) {
+        match self.config.counting {
+            Counting::AtomicCount => {
+                // WRITER -> one READER in one atomic add (1 + 3 = 4, no
+                // carry into WAITERS). Release: queued readers granted
+                // next see our writes (`grant_locked`'s CAS reads this).
+                let prev = self
+                    .count
+                    .fetch_add(READER.wrapping_sub(WRITER), Ordering::Release);
+                debug_assert!(prev & WRITER != 0, "downgrade without a write hold");
+                if prev & WAITERS != 0 {
+                    self.wake_waiters();
+                }
+            }
+            Counting::Generic => {
+                let mut wakes = WakeList::new();
+                let mut q = self.lock_wait();
+                debug_assert_eq!(q.activity, -1, "downgrade without a write hold");
+                q.activity = 1;
+                self.grant_locked(&mut q, &mut wakes);
+                self.finish(q, &mut wakes);
+            }
+        }
+    }
+
+    #[cold]
+    fn wake_waiters(&self) {
+        let mut wakes = WakeList::new();
+        let mut q = self.lock_wait();
+        self.grant_locked(&mut q, &mut wakes);
+        self.finish(q, &mut wakes);
+    }
+
+    /// Grants the lock to the head of the queue if it can have it now: the
+    /// whole leading batch of readers (unless a writer holds), or one writer
+    /// (if nobody holds). Dequeues them and puts them on `wakes`; the caller
+    /// must wake them, after releasing the wait lock (or, for
+    /// `WakeUnderLock`, before). Does nothing when the holders exclude the
+    /// head: the last of them to leave calls this again.
+    fn grant_locked(&self, q: &mut WaitList, wakes: &mut WakeList) {
+        let Some((kind, batch)) = q.head_batch() else {
+            return;
+        };
+        let granted = match self.config.counting {
+            Counting::Generic => match kind {
+                Kind::Read if q.activity >= 0 => {
+                    q.activity += batch as isize;
+                    true
+                }
+                Kind::Write if q.activity == 0 => {
+                    q.activity = -1;
+                    true
+                }
+                _ => false,
+            },
+            Counting::AtomicCount => {
+                let waiters = if q.list.len() > batch { WAITERS } else { 0 };
+                let mut c = self.count.load(Ordering::Relaxed);
+                loop {
+                    let new = match kind {
+                        Kind::Read if c & WRITER == 0 => {
+                            ((c & !WAITERS) + batch * READER) | waiters
+                        }
+                        Kind::Write if c & !WAITERS == 0 => WRITER | waiters,
+                        _ => break false,
+                    };
+                    // Acquire pairs with the Release of every holder that
+                    // left (their RMWs form one release sequence on the
+                    // word): their critical sections happen-before the
+                    // grant, which `grant` then publishes with Release.
+                    match self.count.compare_exchange_weak(
+                        c,
+                        new,
+                        Ordering::AcqRel,
+                        Ordering::Relaxed,
+                    ) {
+                        Ok(_) => break true,
+                        Err(now) => c = now,
+                    }
+                }
+            }
+        };
+        if !granted {
+            return;
+        }
+        for _ in 0..batch {
+            let node = q
+                .list
+                .pop_front()
+                .expect("the batch was counted in the list");
+            // SAFETY: just dequeued under the wait lock we hold; a queued
+            // waiter has never been granted.
+            unsafe { grant(node, wakes) };
+        }
+        q.tallies.wakeups.add(batch as u64);
+    }
+
+    /// Drops the wait lock and issues the collected wakeups, in the order
+    /// the configuration asks for.
+    fn finish(&self, q: WaitGuard<'_>, wakes: &mut WakeList) {
+        match self.config.wake {
+            WakeTiming::WakeUnderLock => {
+                wakes.wake_all();
+                drop(q);
+            }
+            WakeTiming::WakeAfterUnlock => {
+                drop(q);
+                wakes.wake_all();
+            }
+        }
+    }
+
+    fn lock_wait(&self) -> WaitGuard<'_> {
+        WaitGuard::new(self.wait.lock())
+    }
+
+    // ----- queries ---------------------------------------------------------
+
+    /// Whether anyone holds the lock (a snapshot).
+    pub fn is_locked(&self) -> bool {
+        match self.config.counting {
+            Counting::AtomicCount => self.count.load(Ordering::Relaxed) & !WAITERS != 0,
+            Counting::Generic => self.wait.lock().activity != 0,
+        }
+    }
+
+    /// Whether a writer holds the lock (a snapshot).
+    pub fn is_locked_exclusive(&self) -> bool {
+        match self.config.counting {
+            Counting::AtomicCount => self.count.load(Ordering::Relaxed) & WRITER != 0,
+            Counting::Generic => self.wait.lock().activity < 0,
+        }
+    }
+
+    /// Threads queued asleep (a snapshot).
+    pub fn waiters(&self) -> usize {
+        self.wait.lock().list.len()
+    }
+
+    /// Event counts so far (zero without the `stats` feature). Reading them
+    /// takes the wait lock but is not counted.
+    pub fn stats(&self) -> RwSemStats {
+        let q = self.wait.lock();
+        RwSemStats {
+            wait_lock_acquisitions: q.tallies.acquisitions.get(),
+            contended_wait_lock_acquisitions: self.wait.contended_acquisitions(),
+            wait_lock_hold_ns: q.tallies.hold_ns.get(),
+            wakeups: q.tallies.wakeups.get(),
+            waits: q.tallies.waits.get(),
+            timeouts: q.tallies.timeouts.get(),
+        }
+    }
+}

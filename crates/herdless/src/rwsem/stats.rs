@@ -1,0 +1,100 @@
+//! What a semaphore counts (behind the `stats` feature).
+//!
+//! Every count is a plain integer inside the data the wait lock guards, so
+//! counting costs no atomic operation and the semaphore stays
+//! `const`-constructible. Only the wait lock's contended acquisitions are
+//! counted by the lock itself (a slow-path atomic).
+
+#[cfg(feature = "stats")]
+use std::time::Instant;
+
+/// A semaphore's event counts (all zero without the `stats` feature).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RwSemStats {
+    /// Times the wait lock was taken.
+    pub wait_lock_acquisitions: u64,
+    /// Wait-lock acquisitions that found it held (spun or slept for it).
+    pub contended_wait_lock_acquisitions: u64,
+    /// Total time the wait lock was held, in nanoseconds.
+    pub wait_lock_hold_ns: u64,
+    /// Threads granted the lock by a release, downgrade or cancel, and
+    /// unparked (one wakeup each).
+    pub wakeups: u64,
+    /// Threads that queued to sleep.
+    pub waits: u64,
+    /// Queued threads that gave up at their timeout.
+    pub timeouts: u64,
+}
+
+/// One count under the wait lock: a `u64`, or nothing.
+#[derive(Debug, Default)]
+pub(super) struct Tally(#[cfg(feature = "stats")] u64);
+
+impl Tally {
+    pub(super) const fn new() -> Self {
+        Tally(
+            #[cfg(feature = "stats")]
+            0,
+        )
+    }
+
+    #[inline(always)]
+    pub(super) fn add(&mut self, _n: u64) {
+        #[cfg(feature = "stats")]
+        {
+            self.0 += _n;
+        }
+    }
+
+    pub(super) fn get(&self) -> u64 {
+        #[cfg(feature = "stats")]
+        return self.0;
+        #[cfg(not(feature = "stats"))]
+        0
+    }
+}
+
+/// The counts kept under the wait lock.
+#[derive(Debug, Default)]
+pub(super) struct Tallies {
+    pub(super) acquisitions: Tally,
+    pub(super) hold_ns: Tally,
+    pub(super) wakeups: Tally,
+    pub(super) waits: Tally,
+    pub(super) timeouts: Tally,
+}
+
+impl Tallies {
+    pub(super) const fn new() -> Self {
+        Tallies {
+            acquisitions: Tally::new(),
+            hold_ns: Tally::new(),
+            wakeups: Tally::new(),
+            waits: Tally::new(),
+            timeouts: Tally::new(),
+        }
+    }
+}
+
+/// When the wait lock was taken, if the hold time is being measured.
+#[derive(Clone, Copy)]
+pub(super) struct HoldClock(#[cfg(feature = "stats")] Instant);
+
+impl HoldClock {
+    #[inline(always)]
+    pub(super) fn start() -> Self {
+        HoldClock(
+            #[cfg(feature = "stats")]
+            Instant::now(),
+        )
+    }
+
+    /// Nanoseconds since `start` (0 without the `stats` feature).
+    #[inline(always)]
+    pub(super) fn elapsed_ns(self) -> u64 {
+        #[cfg(feature = "stats")]
+        return self.0.elapsed().as_nanos().try_into().unwrap_or(u64::MAX);
+        #[cfg(not(feature = "stats"))]
+        0
+    }
+}

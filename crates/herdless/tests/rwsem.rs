@@ -1,0 +1,424 @@
+//! Reader-writer semaphore scenarios (real threads), each run on all four
+//! configurations. Tests are named after the scenario they pin. None
+//! depends on timing to pass: threads are lined up by observing the wait
+//! list, and bounded waits are hang detectors only.
+#![cfg(not(loom))]
+
+use std::io::Write;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Mutex;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use herdless::rwsem::{RwSem, RwSemConfig, RwSemExt, RwSemReadGuard, RwSemWriteGuard};
+use herdless::wait_queue::TimedOut;
+
+/// Generous bound for anything that must happen; only a hang trips it.
+const HANG: Duration = Duration::from_secs(60);
+
+/// Spins (yielding) until `cond` holds. After `HANG` it fails the whole
+/// test binary at once: a panic here would leave threads blocked on a lock
+/// the panicking thread holds, and the scope would hang instead of failing.
+fn until(what: &str, mut cond: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !cond() {
+        if start.elapsed() > HANG {
+            // Not `eprintln!`: the test harness captures that, and we exit.
+            let _ = writeln!(std::io::stderr(), "hang: waited {HANG:?} for {what}");
+            std::process::exit(101);
+        }
+        thread::yield_now();
+    }
+}
+
+fn until_waiters<T>(sem: &RwSem<T>, n: usize) {
+    until(&format!("{n} waiters"), || sem.waiters() == n);
+}
+
+fn each_config(test: impl Fn(RwSemConfig)) {
+    for config in RwSemConfig::ALL {
+        eprintln!("-- {config}");
+        test(config);
+    }
+}
+
+#[test]
+fn readers_share_and_writers_exclude() {
+    each_config(|config| {
+        let sem = RwSem::with_config(config, 5);
+        let a = sem.read();
+        let b = sem.try_read().expect("readers share");
+        assert!(sem.try_write().is_none(), "a writer is excluded by readers");
+        assert!(sem.is_locked() && !sem.is_locked_exclusive());
+        drop((a, b));
+        let w = sem.try_write().expect("free");
+        assert!(sem.is_locked_exclusive());
+        assert!(sem.try_read().is_none(), "a reader is excluded by a writer");
+        assert!(
+            sem.try_write().is_none(),
+            "a writer is excluded by a writer"
+        );
+        drop(w);
+        assert!(!sem.is_locked());
+        assert_eq!(sem.config(), config);
+    });
+}
+
+/// The default is the seed's "after": atomic count, wake after unlock.
+#[test]
+fn default_configuration_is_atomic_count_waking_after_unlock() {
+    let sem = RwSem::new(());
+    assert_eq!(sem.config(), RwSemConfig::DEFAULT);
+    assert_eq!(RwSemConfig::DEFAULT, RwSemConfig::default());
+}
+
+/// Queue order is arrival order: a writer queued before a reader gets the
+/// lock first, and the reader only after the writer has left.
+#[test]
+fn waiters_are_served_in_arrival_order() {
+    each_config(|config| {
+        let sem = RwSem::with_config(config, Vec::new());
+        let held = sem.write();
+        thread::scope(|s| {
+            s.spawn(|| sem.write().push("writer"));
+            until_waiters(&sem, 1);
+            s.spawn(|| {
+                let r = sem.read();
+                assert_eq!(*r, ["writer"], "the reader came after the writer");
+            });
+            until_waiters(&sem, 2);
+            // A newcomer may not overtake the queue, even as a reader when
+            // only... nobody but us holds: try_read fails while they wait.
+            drop(held);
+        });
+        assert_eq!(*sem.read(), ["writer"]);
+    });
+}
+
+/// While anyone waits, a new reader queues too (no writer starvation).
+#[test]
+fn a_queued_writer_holds_back_new_readers() {
+    each_config(|config| {
+        let sem = RwSem::with_config(config, 0);
+        let first = sem.read();
+        thread::scope(|s| {
+            s.spawn(|| *sem.write() += 1);
+            until_waiters(&sem, 1);
+            assert!(
+                sem.try_read().is_none(),
+                "a reader may not pass a queued writer"
+            );
+            assert_eq!(
+                sem.read_timeout(Duration::ZERO).err(),
+                Some(TimedOut),
+                "nor with a zero timeout"
+            );
+            drop(first);
+        });
+        assert_eq!(*sem.read(), 1);
+    });
+}
+
+/// One release grants the whole leading batch of readers, up to the first
+/// queued writer: R1, R2 run together while W3 still waits.
+#[test]
+fn a_release_grants_the_leading_batch_of_readers() {
+    each_config(|config| {
+        let sem = RwSem::with_config(config, ());
+        let inside = AtomicUsize::new(0);
+        let go = AtomicBool::new(false);
+        let held = sem.write();
+        thread::scope(|s| {
+            for _ in 0..2 {
+                s.spawn(|| {
+                    let _r = sem.read();
+                    inside.fetch_add(1, Ordering::SeqCst);
+                    until("the test to let readers go", || go.load(Ordering::SeqCst));
+                });
+            }
+            until_waiters(&sem, 2);
+            s.spawn(|| drop(sem.write()));
+            until_waiters(&sem, 3);
+            let before = sem.stats();
+            drop(held);
+            until("both readers inside at once", || {
+                inside.load(Ordering::SeqCst) == 2
+            });
+            assert_eq!(sem.waiters(), 1, "the writer still waits");
+            if herdless::stats::ENABLED {
+                assert_eq!(sem.stats().wakeups - before.wakeups, 2, "one wake each");
+            }
+            go.store(true, Ordering::SeqCst);
+        });
+        assert!(!sem.is_locked());
+    });
+}
+
+/// `downgrade` keeps the lock (no writer gets in) and grants the readers
+/// queued at the head; a writer queued behind them keeps waiting.
+#[test]
+fn downgrade_grants_queued_readers_and_keeps_writers_out() {
+    each_config(|config| {
+        let sem = RwSem::with_config(config, 0);
+        let readers_in = AtomicUsize::new(0);
+        let mut w = sem.write();
+        *w = 7;
+        thread::scope(|s| {
+            for _ in 0..2 {
+                s.spawn(|| {
+                    let r = sem.read();
+                    assert_eq!(*r, 7, "the downgraded writer's value");
+                    readers_in.fetch_add(1, Ordering::SeqCst);
+                });
+            }
+            until_waiters(&sem, 2);
+            s.spawn(|| *sem.write() = 8);
+            until_waiters(&sem, 3);
+            let r = RwSemWriteGuard::downgrade(w);
+            until("both queued readers granted", || {
+                readers_in.load(Ordering::SeqCst) == 2
+            });
+            assert_eq!(*r, 7);
+            assert_eq!(sem.waiters(), 1, "the writer waits for our read hold");
+            assert!(!sem.is_locked_exclusive());
+            drop(r);
+        });
+        assert_eq!(*sem.read(), 8);
+    });
+}
+
+/// DESIGN contract 4, the scenario: W1, R1, R2 queued behind a
+/// held write lock; W1 times out; R1 and R2 both acquire once the lock is
+/// released. Variant with readers holding: W1 at the head held R1 and R2
+/// back although the lock was shared; its timeout must grant them at once.
+#[test]
+fn cancelling_the_head_writer_lets_the_readers_behind_it_in() {
+    each_config(|config| {
+        for held_by_reader in [false, true] {
+            let sem = RwSem::with_config(config, ());
+            let readers_in = AtomicUsize::new(0);
+            let (rd, wr);
+            if held_by_reader {
+                rd = Some(sem.read());
+                wr = None;
+            } else {
+                rd = None;
+                wr = Some(sem.write());
+            }
+            let release = AtomicBool::new(false);
+            thread::scope(|s| {
+                let w1 = s.spawn(|| sem.write_timeout(Duration::from_millis(30)).map(drop));
+                until_waiters(&sem, 1);
+                for _ in 0..2 {
+                    s.spawn(|| {
+                        let _r = sem.read();
+                        readers_in.fetch_add(1, Ordering::SeqCst);
+                        until("release", || release.load(Ordering::SeqCst));
+                    });
+                }
+                until_waiters(&sem, 3);
+                assert_eq!(w1.join().unwrap(), Err(TimedOut), "the lock stayed held");
+                if held_by_reader {
+                    until("R1 and R2 granted beside the holding reader", || {
+                        readers_in.load(Ordering::SeqCst) == 2
+                    });
+                } else {
+                    assert_eq!(sem.waiters(), 2, "readers wait for the writer");
+                    drop(wr);
+                    until("R1 and R2 granted", || {
+                        readers_in.load(Ordering::SeqCst) == 2
+                    });
+                }
+                release.store(true, Ordering::SeqCst);
+            });
+            drop(rd);
+            assert!(!sem.is_locked());
+            assert_eq!(sem.waiters(), 0);
+        }
+    });
+}
+
+/// A grant racing a timeout: exactly one of "acquired and holds the lock"
+/// or "timed out with nothing held", and in both cases the waiter queued
+/// behind is served. Repeated with the release placed around the deadline.
+#[test]
+fn grant_racing_timeout_is_exactly_one_outcome() {
+    each_config(|config| {
+        let mut outcomes = [0usize; 2];
+        for i in 0..300u32 {
+            let sem = RwSem::with_config(config, 0u32);
+            let timeout = Duration::from_micros(1_000 + u64::from(i % 7) * 100);
+            let started = Mutex::new(None);
+            let mut held = Some(sem.write());
+            thread::scope(|s| {
+                let w1 = s.spawn(|| {
+                    *started.lock().unwrap() = Some(Instant::now());
+                    match sem.write_timeout(timeout) {
+                        Ok(mut g) => {
+                            assert!(sem.is_locked_exclusive(), "the winner holds it");
+                            *g += 1;
+                            true
+                        }
+                        Err(TimedOut) => false,
+                    }
+                });
+                until("W1 queued (or already given up)", || {
+                    sem.waiters() == 1 || w1.is_finished()
+                });
+                let w2 = s.spawn(|| *sem.write() += 10);
+                // W2 queues behind W1, unless W1 has already given up.
+                until("W2 queued", || {
+                    let n = sem.waiters();
+                    n == 2 || (w1.is_finished() && n == 1)
+                });
+                // Release around W1's deadline: from 150 us before to 150 us
+                // after it.
+                let release_at = started.lock().unwrap().unwrap() + timeout
+                    - Duration::from_micros(150)
+                    + Duration::from_micros(u64::from(i % 5) * 75);
+                while Instant::now() < release_at {
+                    std::hint::spin_loop();
+                }
+                held.take();
+                let won = w1.join().unwrap();
+                w2.join().unwrap();
+                outcomes[usize::from(won)] += 1;
+                assert_eq!(*sem.read(), if won { 11 } else { 10 });
+            });
+            assert!(!sem.is_locked());
+            assert_eq!(sem.waiters(), 0);
+        }
+        eprintln!("   timed out {}, granted {}", outcomes[0], outcomes[1]);
+    });
+}
+
+/// Readers check an invariant writers break and restore inside their
+/// critical sections, across plain, timed, try and downgraded holds: a
+/// reader inside with a writer, or two writers together, would see it
+/// broken. Every thread's every operation is accounted for at the end.
+#[test]
+fn stress_readers_never_see_a_writer_half_done() {
+    const THREADS: usize = 4;
+    const OPS: usize = 250_000;
+    each_config(|config| {
+        let sem = RwSem::with_config(config, (0u64, 0u64));
+        let writes = AtomicUsize::new(0);
+        let start = Instant::now();
+        thread::scope(|s| {
+            for t in 0..THREADS {
+                let (sem, writes) = (&sem, &writes);
+                s.spawn(move || {
+                    let mut rng = 0x9E37_79B9_7F4A_7C15u64 ^ (t as u64 + 1);
+                    let mut mine = 0;
+                    for _ in 0..OPS {
+                        rng ^= rng << 13;
+                        rng ^= rng >> 7;
+                        rng ^= rng << 17;
+                        let check = |g: &(u64, u64)| assert_eq!(g.0, g.1, "torn under {config}");
+                        match rng % 100 {
+                            0..=84 => check(&sem.read()),
+                            85..=86 => {
+                                if let Some(g) = sem.try_read() {
+                                    check(&g)
+                                }
+                            }
+                            87..=88 => {
+                                let timeout = Duration::from_micros(rng % 20);
+                                if let Ok(g) = sem.read_timeout(timeout) {
+                                    check(&g)
+                                }
+                            }
+                            89..=92 => {
+                                let timeout = Duration::from_micros(rng % 20);
+                                if let Ok(mut g) = sem.write_timeout(timeout) {
+                                    g.0 += 1;
+                                    std::hint::black_box(&mut *g);
+                                    g.1 += 1;
+                                    mine += 1;
+                                }
+                            }
+                            93..=95 => {
+                                let mut g = sem.write();
+                                g.0 += 1;
+                                std::hint::black_box(&mut *g);
+                                g.1 += 1;
+                                mine += 1;
+                                let r: RwSemReadGuard<'_, _> = RwSemWriteGuard::downgrade(g);
+                                check(&r);
+                            }
+                            _ => {
+                                let mut g = sem.write();
+                                g.0 += 1;
+                                std::hint::black_box(&mut *g);
+                                g.1 += 1;
+                                mine += 1;
+                            }
+                        }
+                    }
+                    writes.fetch_add(mine, Ordering::SeqCst);
+                });
+            }
+        });
+        let total = writes.load(Ordering::SeqCst) as u64;
+        assert_eq!(*sem.read(), (total, total));
+        assert!(!sem.is_locked());
+        assert_eq!(sem.waiters(), 0);
+        eprintln!(
+            "   {} ops in {:?}, {total} writes",
+            THREADS * OPS,
+            start.elapsed()
+        );
+    });
+}
+
+/// Zero tries once and never queues; `Duration::MAX` waits without limit
+/// (and does not overflow the clock).
+#[test]
+fn zero_and_max_timeouts() {
+    each_config(|config| {
+        let sem = RwSem::with_config(config, 0);
+        assert!(
+            sem.read_timeout(Duration::ZERO).is_ok(),
+            "free: zero succeeds"
+        );
+        assert!(sem.write_timeout(Duration::ZERO).is_ok());
+        let before = sem.stats();
+        let held = sem.write();
+        assert_eq!(sem.read_timeout(Duration::ZERO).err(), Some(TimedOut));
+        assert_eq!(sem.write_timeout(Duration::ZERO).err(), Some(TimedOut));
+        assert_eq!(sem.stats().waits, before.waits, "zero never queues");
+        let holder = Mutex::new(Some(held));
+        thread::scope(|s| {
+            let t = s.spawn(|| *sem.write_timeout(Duration::MAX).unwrap() += 1);
+            until_waiters(&sem, 1);
+            holder.lock().unwrap().take();
+            t.join().unwrap();
+            let t = s.spawn(|| *sem.read_timeout(Duration::MAX).unwrap());
+            assert_eq!(t.join().unwrap(), 1);
+        });
+        let deadline = Instant::now() + HANG;
+        assert!(sem.try_write_until(deadline).is_some());
+    });
+}
+
+/// A grant publishes the writer's data: what a writer wrote before the
+/// release is what the granted readers see (Release/Acquire through the
+/// grant, not only through the fast paths).
+#[test]
+fn granted_readers_see_the_releasing_writers_data() {
+    each_config(|config| {
+        for round in 0..200u64 {
+            let sem = RwSem::with_config(config, [0u64; 8]);
+            let mut w = sem.write();
+            thread::scope(|s| {
+                let readers: Vec<_> = (0..3).map(|_| s.spawn(|| *sem.read())).collect();
+                until_waiters(&sem, 3);
+                *w = [round + 1; 8];
+                drop(w);
+                for r in readers {
+                    assert_eq!(r.join().unwrap(), [round + 1; 8]);
+                }
+            });
+        }
+    });
+}
