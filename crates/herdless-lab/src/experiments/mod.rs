@@ -5,10 +5,15 @@ use crate::harness::{Experiment, LabError};
 
 pub mod futex_wake;
 pub mod herd;
+pub mod rwsem;
 
 /// Every experiment, in the order `all` runs them.
 pub fn all() -> Vec<Experiment> {
-    vec![herd::experiment(), futex_wake::experiment()]
+    vec![
+        herd::experiment(),
+        rwsem::experiment(),
+        futex_wake::experiment(),
+    ]
 }
 
 /// The experiment called `name`.

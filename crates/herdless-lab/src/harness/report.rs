@@ -119,7 +119,8 @@ pub struct Cell {
     pub errors: Vec<String>,
 }
 
-/// A ratio of primary-metric medians, per case, with its target.
+/// A ratio of medians (of the primary metric unless `metric` says
+/// otherwise), per case, with its target.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct RatioReport {
     /// Numerator variant.
@@ -130,6 +131,9 @@ pub struct RatioReport {
     pub target: Option<Bound>,
     /// The case the bound applies to; `None`: every case.
     pub at: Option<String>,
+    /// The metric divided; absent: the section's primary metric.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metric: Option<String>,
     /// One per case (`None` where either median is missing or zero).
     pub values: Vec<Option<f64>>,
     /// Whether the target holds where it applies (`None`: no target, or no
@@ -138,6 +142,14 @@ pub struct RatioReport {
 }
 
 impl RatioReport {
+    /// `num/den`, with the metric when it is not the primary one.
+    pub fn name(&self) -> String {
+        match &self.metric {
+            Some(m) => format!("{}/{} {m}", self.num, self.den),
+            None => format!("{}/{}", self.num, self.den),
+        }
+    }
+
     /// Whether the target (if any) is checked on the case labelled `label`.
     pub fn applies_to(&self, label: &str) -> bool {
         self.at.as_ref().is_none_or(|l| l == label)
@@ -165,10 +177,11 @@ impl SectionReport {
     pub fn compute_ratios(&mut self) {
         let primary = self.primary().name.clone();
         for r in 0..self.ratios.len() {
+            let metric = self.ratios[r].metric.clone().unwrap_or(primary.clone());
             let values: Vec<Option<f64>> = (0..self.cases.len())
                 .map(|c| {
-                    let num = self.median(c, &self.ratios[r].num, &primary)?;
-                    let den = self.median(c, &self.ratios[r].den, &primary)?;
+                    let num = self.median(c, &self.ratios[r].num, &metric)?;
+                    let den = self.median(c, &self.ratios[r].den, &metric)?;
                     let ratio = num / den;
                     ratio.is_finite().then_some(ratio)
                 })
@@ -186,7 +199,7 @@ impl SectionReport {
             let Some(bound) = r.target else {
                 continue;
             };
-            let name = format!("{}/{}", r.num, r.den);
+            let name = r.name();
             let target = describe_bound(bound);
             let where_ =
                 r.at.as_ref()

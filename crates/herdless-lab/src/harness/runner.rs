@@ -163,6 +163,7 @@ fn run_section(plan: &dyn SectionPlan, opts: &RunOptions, bar: &ProgressBar) -> 
                 den: r.den.to_string(),
                 target: r.target,
                 at: r.at.map(str::to_string),
+                metric: r.metric.map(str::to_string),
                 values: Vec::new(),
                 met: None,
             })

@@ -228,6 +228,8 @@ pub struct Ratio {
     pub target: Option<Bound>,
     /// The case label the target applies to; `None`: every case.
     pub at: Option<&'static str>,
+    /// The metric whose medians are divided; `None`: the primary one.
+    pub metric: Option<&'static str>,
 }
 
 impl Ratio {
@@ -238,6 +240,7 @@ impl Ratio {
             den,
             target: None,
             at: None,
+            metric: None,
         }
     }
 
@@ -250,6 +253,13 @@ impl Ratio {
     /// Claims the ratio is at most `bound`.
     pub fn at_most(mut self, bound: f64) -> Self {
         self.target = Some(Bound::AtMost(bound));
+        self
+    }
+
+    /// Divides the medians of `metric` instead of the primary metric's (for
+    /// a claim about a counted mechanism rather than the headline figure).
+    pub fn on_metric(mut self, metric: &'static str) -> Self {
+        self.metric = Some(metric);
         self
     }
 
@@ -358,6 +368,11 @@ impl<P> Section<P> {
             for name in [r.num, r.den] {
                 if !self.variants.iter().any(|v| v.name == name) {
                     return fail(format!("ratio names unknown variant \"{name}\""));
+                }
+            }
+            if let Some(metric) = r.metric {
+                if !self.metrics.iter().any(|m| m.name == metric) {
+                    return fail(format!("ratio names unknown metric \"{metric}\""));
                 }
             }
             if let Some(label) = r.at {

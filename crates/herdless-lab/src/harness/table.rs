@@ -99,7 +99,7 @@ fn measurement(cell: &Cell, metric: &str) -> String {
 
 /// `num/den`; the target is spelled out in the verdict below the table.
 fn ratio_header(r: &RatioReport) -> String {
-    format!("{}/{}", r.num, r.den)
+    r.name()
 }
 
 /// The ratio on case `c`, marked `ok`/`MISS` where its target is checked.

@@ -11,7 +11,7 @@ use crossbeam_utils::Backoff;
 use super::config::{Counting, RwSemConfig, WakeTiming};
 use super::stats::RwSemStats;
 use super::wait_list::{WaitGuard, WaitList};
-use super::waiter::{grant, Kind, Waiter};
+use super::waiter::{grant, nudge, Kind, Waiter};
 use crate::deadline::Deadline;
 use crate::lock::SpinParkLock;
 use crate::parker;
@@ -23,11 +23,21 @@ use crate::wait_queue::TimedOut;
 const WRITER: usize = 1;
 /// The wait list is not empty; set and cleared only under the wait lock.
 const WAITERS: usize = 1 << 1;
-/// One reader holds the lock (the reader count starts at bit 2).
-const READER: usize = 1 << 2;
+/// A waiter has waited longer than [`HANDOFF_AFTER`]: no more stealing,
+/// the lock goes to the queue in order. Set and cleared under the wait lock.
+const HANDOFF: usize = 1 << 2;
+/// One reader holds the lock (the reader count starts at bit 3).
+const READER: usize = 1 << 3;
+/// Bits that are not holders.
+const FLAGS: usize = WAITERS | HANDOFF;
 
 /// Rounds of exponential spinning before an `AtomicCount` acquirer queues.
-const SPIN_ROUNDS: u32 = 6;
+const SPIN_ROUNDS: u32 = 9;
+
+/// How long an `AtomicCount` waiter lets running threads take the lock
+/// ahead of it before it asks for strict hand-off (the kernel's
+/// `RWSEM_WAIT_TIMEOUT`, 4 ms).
+pub const HANDOFF_AFTER: Duration = Duration::from_millis(4);
 
 /// The raw reader-writer semaphore. Use it through [`RwSem`](super::RwSem),
 /// or directly with its `unsafe` unlock methods.
@@ -155,17 +165,19 @@ impl RawRwSem {
             Counting::AtomicCount => self.try_fast(kind),
             Counting::Generic => {
                 let mut q = self.lock_wait();
-                q.list.is_empty() && self.take_locked(&mut q, kind)
+                self.take_locked(&mut q, kind)
             }
         }
     }
 
-    /// `AtomicCount`'s lock-free attempt. Fails while anyone waits (FIFO).
+    /// `AtomicCount`'s lock-free attempt: takes the lock if the holders
+    /// allow it, even ahead of sleepers, unless one of them asked for
+    /// hand-off (see the module docs, "Stealing and hand-off").
     #[inline]
     fn try_fast(&self, kind: Kind) -> bool {
         match kind {
             Kind::Read => {
-                if self.count.load(Ordering::Relaxed) & (WRITER | WAITERS) != 0 {
+                if self.count.load(Ordering::Relaxed) & (WRITER | HANDOFF) != 0 {
                     return false;
                 }
                 // The kernel's xadd: one atomic add, checked afterwards.
@@ -173,29 +185,51 @@ impl RawRwSem {
                 // `write_unlock` (or `downgrade`): its critical section
                 // happens-before ours.
                 let prev = self.count.fetch_add(READER, Ordering::Acquire);
-                if prev & (WRITER | WAITERS) == 0 {
+                if prev & (WRITER | HANDOFF) == 0 {
                     return true;
                 }
-                // A writer or a waiter got in first: back out exactly as a
-                // reader leaving would, since our transient count may have
+                // A writer or a hand-off got in first: back out exactly as
+                // a reader leaving would, since our transient count may have
                 // kept a release from granting (it then saw a reader).
                 self.release_read_count();
                 false
             }
-            // Acquire as above; a writer also needs every reader's
-            // Release (`release_read_count`), which the CAS reads from.
-            Kind::Write => self
-                .count
-                .compare_exchange(0, WRITER, Ordering::Acquire, Ordering::Relaxed)
-                .is_ok(),
+            Kind::Write => self.try_cas(Kind::Write),
         }
     }
 
-    /// Takes the lock for `kind` under the wait lock if it is free for it;
-    /// the caller has checked that nobody waits (FIFO).
+    /// Takes the lock with a CAS if the count allows `kind` now (no
+    /// hand-off pending; for a writer, no holder). Never backs out, so it
+    /// may run under the wait lock.
+    fn try_cas(&self, kind: Kind) -> bool {
+        let mut c = self.count.load(Ordering::Relaxed);
+        loop {
+            let new = match kind {
+                Kind::Read if c & (WRITER | HANDOFF) == 0 => c + READER,
+                Kind::Write if c & !WAITERS == 0 => c | WRITER,
+                _ => return false,
+            };
+            // Acquire pairs with the Release of every holder that left
+            // (`write_unlock`, `release_read_count`, `downgrade`): their
+            // RMWs form one release sequence on the word, which we read.
+            match self
+                .count
+                .compare_exchange_weak(c, new, Ordering::Acquire, Ordering::Relaxed)
+            {
+                Ok(_) => return true,
+                Err(now) => c = now,
+            }
+        }
+    }
+
+    /// Takes the lock for `kind` under the wait lock, before queueing, if
+    /// the strategy lets a newcomer have it now: `Generic` only when nobody
+    /// waits (strict FIFO, as rwsem-spinlock); `AtomicCount` as its fast
+    /// path would (no fetch_add here: backing out would run a release's
+    /// wake path, which needs the wait lock we hold).
     fn take_locked(&self, q: &mut WaitList, kind: Kind) -> bool {
-        debug_assert!(q.list.is_empty());
         match self.config.counting {
+            Counting::Generic if !q.list.is_empty() => false,
             Counting::Generic => match kind {
                 Kind::Read if q.activity >= 0 => {
                     q.activity += 1;
@@ -207,28 +241,7 @@ impl RawRwSem {
                 }
                 _ => false,
             },
-            Counting::AtomicCount => {
-                // No fetch_add here: backing out would run a release's wake
-                // path, which needs the wait lock we hold. Orderings as in
-                // `try_fast`; WAITERS is clear (the list is empty).
-                let mut c = self.count.load(Ordering::Relaxed);
-                loop {
-                    let new = match kind {
-                        Kind::Read if c & WRITER == 0 => c + READER,
-                        Kind::Write if c == 0 => WRITER,
-                        _ => return false,
-                    };
-                    match self.count.compare_exchange_weak(
-                        c,
-                        new,
-                        Ordering::Acquire,
-                        Ordering::Relaxed,
-                    ) {
-                        Ok(_) => return true,
-                        Err(now) => c = now,
-                    }
-                }
-            }
+            Counting::AtomicCount => self.try_cas(kind),
         }
     }
 
@@ -247,7 +260,7 @@ impl RawRwSem {
             let mut wakes = WakeList::new();
 
             let mut q = self.lock_wait();
-            if q.list.is_empty() && self.take_locked(&mut q, kind) {
+            if self.take_locked(&mut q, kind) {
                 return true;
             }
             if try_only {
@@ -271,13 +284,51 @@ impl RawRwSem {
             self.grant_locked(&mut q, &mut wakes);
             self.finish(q, &mut wakes);
 
+            // `AtomicCount` lets running threads steal the lock ahead of us
+            // until we have waited `HANDOFF_AFTER`; then we ask for strict
+            // hand-off (again every `HANDOFF_AFTER`, as a grant to someone
+            // ahead of us clears the request). A writer is nudged rather
+            // than granted while no hand-off is pending, and takes the lock
+            // itself when woken.
+            let steals = self.config.counting == Counting::AtomicCount;
+            let mut handoff_at = steals.then(|| Deadline::after(Some(HANDOFF_AFTER)));
             loop {
                 if waiter.is_granted() {
                     return true;
                 }
-                parker.park_deadline(deadline);
+                parker.park_deadline(earliest(deadline, handoff_at));
                 if waiter.is_granted() {
                     return true;
+                }
+                if steals && kind == Kind::Write && self.try_cas(Kind::Write) {
+                    // A nudged writer (or a spurious wakeup) found the lock
+                    // free and took it itself, as a stealer would.
+                    let mut q = self.lock_wait();
+                    self.leave_locked(&mut q, node);
+                    return true;
+                }
+                if handoff_at.is_some_and(Deadline::has_passed) {
+                    // Re-armed, except under loom, where every finite
+                    // deadline has passed: the waiter would never block.
+                    // Loom checks the first request; later ones run the
+                    // same code.
+                    handoff_at = (!cfg!(loom)).then(|| Deadline::after(Some(HANDOFF_AFTER)));
+                    let mut q = self.lock_wait();
+                    if waiter.is_granted() {
+                        return true;
+                    }
+                    // Stops the fast paths from stealing (readers and
+                    // writers check HANDOFF); the next grant clears it.
+                    // Relaxed: like WAITERS, the bit only routes; we hold
+                    // the wait lock.
+                    self.count.fetch_or(HANDOFF, Ordering::Relaxed);
+                    // The lock may be free already, its releaser having
+                    // nudged a writer at the head that HANDOFF now keeps
+                    // from taking it: grant here, or nobody would (a
+                    // holder's release grants otherwise).
+                    self.grant_locked(&mut q, &mut wakes);
+                    self.finish(q, &mut wakes);
+                    continue;
                 }
                 if deadline.has_passed() {
                     let mut q = self.lock_wait();
@@ -295,19 +346,19 @@ impl RawRwSem {
     }
 
     /// Bounded optimistic spinning before queueing (`AtomicCount` only):
-    /// the holder is usually running and about to release. Stops as soon
-    /// as anyone queues, so as not to overtake sleepers.
+    /// the holder is usually running and about to release. Stops once a
+    /// sleeper has asked for hand-off.
     fn spin(&self, kind: Kind) -> bool {
         let backoff = Backoff::new();
         for _ in 0..SPIN_ROUNDS {
             backoff.spin();
             let c = self.count.load(Ordering::Relaxed);
-            if c & WAITERS != 0 {
+            if c & HANDOFF != 0 {
                 return false;
             }
             let free = match kind {
                 Kind::Read => c & WRITER == 0,
-                Kind::Write => c == 0,
+                Kind::Write => c & !WAITERS == 0,
             };
             if free && self.try_fast(kind) {
                 return true;
@@ -316,20 +367,28 @@ impl RawRwSem {
         false
     }
 
+    /// Takes a waiter that was not granted off the list, holding the wait
+    /// lock; returns whether it was the head.
+    fn leave_locked(&self, q: &mut WaitList, node: NonNull<Waiter>) -> bool {
+        let was_head = q.list.front() == Some(node);
+        // SAFETY: not granted (the caller checked under this same lock hold,
+        // or holds the lock as a writer, which no grant can give it now), so
+        // still in the list, where its owner (the caller) queued it.
+        unsafe { q.list.remove(node) };
+        if self.config.counting == Counting::AtomicCount && q.list.is_empty() {
+            // Nobody waits: releases need not come to grant, and nobody
+            // asks for hand-off. Relaxed: the bits only route; the data is
+            // ordered by the holder counts.
+            self.count.fetch_and(!FLAGS, Ordering::Relaxed);
+        }
+        was_head
+    }
+
     /// Removes a waiter that timed out, holding the wait lock, and lets
     /// whoever it was holding back proceed (DESIGN contract 4).
     fn cancel_locked(&self, q: &mut WaitList, node: NonNull<Waiter>, wakes: &mut WakeList) {
-        let was_head = q.list.front() == Some(node);
-        // SAFETY: not granted (checked under this same lock hold), so still
-        // in the list, where its owner (us) queued it.
-        unsafe { q.list.remove(node) };
         q.tallies.timeouts.add(1);
-        if self.config.counting == Counting::AtomicCount && q.list.is_empty() {
-            // Nobody waits: re-enable the fast paths. Relaxed: the bit only
-            // routes releases; the data is ordered by the holder counts.
-            self.count.fetch_and(!WAITERS, Ordering::Relaxed);
-        }
-        if was_head {
+        if self.leave_locked(q, node) {
             // A writer at the head held back readers queued behind it while
             // readers hold the lock, or the lock was free with a grant to us
             // about to happen: the new head may proceed now.
@@ -367,7 +426,7 @@ impl RawRwSem {
         // or `grant_locked`'s CAS): our reads happen-before its writes.
         let prev = self.count.fetch_sub(READER, Ordering::Release);
         debug_assert!(prev >= READER, "read_unlock without a read hold");
-        if prev == READER | WAITERS {
+        if prev & !FLAGS == READER && prev & WAITERS != 0 {
             // The last holder left and someone waits: grant.
             self.wake_waiters();
         }
@@ -409,8 +468,10 @@ impl RawRwSem {
     pub unsafe fn downgrade(&self) {
         match self.config.counting {
             Counting::AtomicCount => {
-                // WRITER -> one READER in one atomic add (1 + 3 = 4, no
-                // carry into WAITERS). Release: queued readers granted
+                // WRITER -> one READER in one atomic add: adding
+                // READER - WRITER (7) to a word with bit 0 set clears it and
+                // adds 8, leaving WAITERS and HANDOFF as they were.
+                // Release: queued readers granted
                 // next see our writes (`grant_locked`'s CAS reads this).
                 let prev = self
                     .count
@@ -449,6 +510,23 @@ impl RawRwSem {
         let Some((kind, batch)) = q.head_batch() else {
             return;
         };
+        if self.config.counting == Counting::AtomicCount
+            && kind == Kind::Write
+            && self.count.load(Ordering::Relaxed) & !WAITERS == 0
+        {
+            // A free lock and a writer at the head that has not asked for
+            // hand-off: wake it to take the lock itself, and leave the lock
+            // free meanwhile for whoever runs first (the kernel's writer
+            // wakeup since 4.x). Granting it instead would keep the lock
+            // idle for a whole wakeup latency while running threads pile up
+            // behind it: a convoy. The load may be stale: a holder that got
+            // in since will find WAITERS on release and come back here.
+            let head = q.list.front().expect("head_batch found a head");
+            // SAFETY: the head is in the list, under the wait lock we hold.
+            unsafe { nudge(head, wakes) };
+            q.tallies.wakeups.add(1);
+            return;
+        }
         let granted = match self.config.counting {
             Counting::Generic => match kind {
                 Kind::Read if q.activity >= 0 => {
@@ -462,14 +540,14 @@ impl RawRwSem {
                 _ => false,
             },
             Counting::AtomicCount => {
+                // The grant serves the oldest waiter: HANDOFF is cleared
+                // (a later waiter that waits too long sets it again).
                 let waiters = if q.list.len() > batch { WAITERS } else { 0 };
                 let mut c = self.count.load(Ordering::Relaxed);
                 loop {
                     let new = match kind {
-                        Kind::Read if c & WRITER == 0 => {
-                            ((c & !WAITERS) + batch * READER) | waiters
-                        }
-                        Kind::Write if c & !WAITERS == 0 => WRITER | waiters,
+                        Kind::Read if c & WRITER == 0 => ((c & !FLAGS) + batch * READER) | waiters,
+                        Kind::Write if c & !FLAGS == 0 => WRITER | waiters,
                         _ => break false,
                     };
                     // Acquire pairs with the Release of every holder that
@@ -527,7 +605,7 @@ impl RawRwSem {
     /// Whether anyone holds the lock (a snapshot).
     pub fn is_locked(&self) -> bool {
         match self.config.counting {
-            Counting::AtomicCount => self.count.load(Ordering::Relaxed) & !WAITERS != 0,
+            Counting::AtomicCount => self.count.load(Ordering::Relaxed) & !FLAGS != 0,
             Counting::Generic => self.wait.lock().activity != 0,
         }
     }
@@ -557,5 +635,15 @@ impl RawRwSem {
             waits: q.tallies.waits.get(),
             timeouts: q.tallies.timeouts.get(),
         }
+    }
+}
+
+/// The earlier of the caller's deadline and the hand-off time.
+fn earliest(deadline: Deadline, handoff_at: Option<Deadline>) -> Deadline {
+    match (deadline, handoff_at) {
+        (d, None) => d,
+        (Deadline::Never, Some(h)) => h,
+        (Deadline::At(d), Some(Deadline::At(h))) => Deadline::At(d.min(h)),
+        (d, Some(Deadline::Never)) => d,
     }
 }

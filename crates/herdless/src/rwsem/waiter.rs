@@ -78,6 +78,19 @@ pub(super) unsafe fn grant(node: NonNull<Waiter>, wakes: &mut WakeList) {
     waiter.state.store(GRANTED, Ordering::Release);
 }
 
+/// Wakes a queued writer *without* granting it the lock (`AtomicCount`
+/// without hand-off): it stays queued and, once running, tries to take the
+/// lock itself. The caller holds the wait lock.
+///
+/// # Safety
+/// `node` is in the wait list, whose lock the caller holds.
+pub(super) unsafe fn nudge(node: NonNull<Waiter>, wakes: &mut WakeList) {
+    // SAFETY: a queued record is live while the wait lock is held (its
+    // owner leaves the list only under that lock).
+    let waiter = unsafe { node.as_ref() };
+    wakes.push(waiter.unparker.clone());
+}
+
 // SAFETY: the only non-atomic mutable state is `pointers`, touched only under
 // the wait lock; `kind` is immutable and `unparker` is `Send + Sync`.
 unsafe impl Sync for Waiter {}

@@ -1,0 +1,247 @@
+//! `rwsem` (seed 001, "Move wakeups out from under the rwsem's wait_lock
+//! spinlock"): a volanomark-like mixed workload on one reader-writer lock,
+//! herdless's four configurations against std, parking_lot and pthread.
+//!
+//! # Workload
+//! T threads (2, 8, 16, 32) share one lock around eight words. Each thread
+//! runs a fixed number of operations: 90% reads (read lock, check the
+//! words are equal, a little work inside) and 10% writes (write lock, bump
+//! every word, a little work inside), with more work between critical
+//! sections. With more threads than the machine's two CPUs, holders are
+//! preempted, queued writers hold readers back, and threads sleep: the
+//! wait list and its lock are busy, which is what the seed changes. A
+//! reader that sees unequal words fails the sample (a broken lock is never
+//! a fast one).
+//!
+//! # Metrics
+//! - `ops_per_s` (primary): operations over the gang's wall time.
+//! - `contended_per_kop`: wait-lock acquisitions that found the wait lock
+//!   held, per 1,000 operations (herdless only; the seed's profile counted
+//!   exactly this, as time in `.text.lock.rwsem`).
+//! - `wait_lock_per_kop`, `hold_ns_per_op`: wait-lock acquisitions and the
+//!   time it was held (herdless only). With `WakeUnderLock` the hold time
+//!   includes the wake syscalls.
+//! - `wakeups_per_kop`: threads granted and woken (herdless only).
+//! - `ctx_switches_per_kop`: the worker threads' context switches
+//!   (`getrusage(RUSAGE_THREAD)`), every variant.
+
+mod locks;
+
+use std::hint::black_box;
+
+use herdless::rwsem::{Counting, RwSemConfig, WakeTiming};
+use serde::Serialize;
+
+use self::locks::{Herdless, ParkingLot, Pthread, RwData, Std};
+use crate::harness::gang::gang;
+use crate::harness::{
+    Case, Experiment, LabError, Metric, PerSuite, Ratio, Role, Sample, Section, Variant,
+};
+
+const GENERIC_UNDER: &str = "generic/under-lock";
+const GENERIC_AFTER: &str = "generic/after-unlock";
+const ATOMIC_UNDER: &str = "atomic/under-lock";
+const ATOMIC_AFTER: &str = "atomic/after-unlock";
+const STD: &str = "std";
+const PARKING_LOT: &str = "parking_lot";
+const PTHREAD: &str = "pthread";
+
+/// Parameters of one row.
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct Params {
+    /// Worker threads.
+    pub threads: usize,
+    /// Operations per thread.
+    pub ops_per_thread: u64,
+    /// Percentage of operations that write.
+    pub write_percent: u64,
+    /// Work units inside a critical section.
+    pub inside: u32,
+    /// Work units between critical sections.
+    pub outside: u32,
+}
+
+/// The experiment.
+pub fn experiment() -> Experiment {
+    Experiment::new(
+        "rwsem",
+        "seed 001, move wakeups out from under the rwsem's wait_lock spinlock (Piggin, 2006): \
+         granted waiters collected under the wait lock and woken after it is dropped; \
+         wait-lock contention about 10× lower on volanomark",
+    )
+    .section(
+        section()
+            .ratio(
+                Ratio::of(ATOMIC_UNDER, ATOMIC_AFTER)
+                    .on_metric("contended_per_kop")
+                    .at_least(5.0)
+                    .at_case("16"),
+            )
+            .ratio(
+                Ratio::of(GENERIC_UNDER, GENERIC_AFTER)
+                    .on_metric("contended_per_kop")
+                    .at_least(5.0)
+                    .at_case("16"),
+            )
+            .ratio(Ratio::of(ATOMIC_AFTER, GENERIC_UNDER))
+            .ratio(
+                Ratio::of(ATOMIC_AFTER, PARKING_LOT)
+                    .at_least(1.0)
+                    .at_case("8"),
+            )
+            .ratio(
+                Ratio::of(ATOMIC_AFTER, PARKING_LOT)
+                    .at_least(1.0)
+                    .at_case("16"),
+            )
+            .ratio(Ratio::of(ATOMIC_AFTER, STD).at_least(1.0).at_case("8"))
+            .ratio(Ratio::of(ATOMIC_AFTER, STD).at_least(1.0).at_case("16"))
+            .ratio(Ratio::of(ATOMIC_AFTER, PTHREAD)),
+    )
+}
+
+fn section() -> Section<Params> {
+    // A fixed number of operations per run in total, so that every case
+    // takes about as long; per thread that is total / T.
+    let cases = |threads: &[usize], total: u64| {
+        threads
+            .iter()
+            .map(|&t| {
+                Case::new(
+                    t.to_string(),
+                    Params {
+                        threads: t,
+                        ops_per_thread: total / t as u64,
+                        write_percent: 10,
+                        inside: 300,
+                        outside: 600,
+                    },
+                )
+            })
+            .collect::<Vec<_>>()
+    };
+    let seed_threads = [2, 8, 16, 32];
+    let herdless = |name, role, counting, wake| {
+        let config = RwSemConfig::new(counting, wake);
+        Variant::new(name, role, move |case: &Case<Params>| {
+            measure(&Herdless::new(config), case)
+        })
+    };
+    Section::new(
+        "mixed read/write, 10% writes (volanomark-like)",
+        "threads",
+        PerSuite {
+            smoke: cases(&[2, 4], 2_000),
+            quick: cases(&seed_threads, 40_000),
+            full: cases(&seed_threads, 200_000),
+        },
+    )
+    .metric(Metric::higher("ops_per_s", "ops/s"))
+    .metric(Metric::lower("contended_per_kop", "per 1k ops"))
+    .metric(Metric::lower("wait_lock_per_kop", "per 1k ops"))
+    .metric(Metric::lower("hold_ns_per_op", "ns/op"))
+    .metric(Metric::lower("wakeups_per_kop", "per 1k ops"))
+    .metric(Metric::lower("ctx_switches_per_kop", "per 1k ops"))
+    .variant(herdless(
+        GENERIC_UNDER,
+        Role::Before,
+        Counting::Generic,
+        WakeTiming::WakeUnderLock,
+    ))
+    .variant(herdless(
+        GENERIC_AFTER,
+        Role::After,
+        Counting::Generic,
+        WakeTiming::WakeAfterUnlock,
+    ))
+    .variant(herdless(
+        ATOMIC_UNDER,
+        Role::Before,
+        Counting::AtomicCount,
+        WakeTiming::WakeUnderLock,
+    ))
+    .variant(herdless(
+        ATOMIC_AFTER,
+        Role::After,
+        Counting::AtomicCount,
+        WakeTiming::WakeAfterUnlock,
+    ))
+    .variant(Variant::new(STD, Role::Peer, |case| {
+        measure(&Std::new(), case)
+    }))
+    .variant(Variant::new(PARKING_LOT, Role::Peer, |case| {
+        measure(&ParkingLot::new(), case)
+    }))
+    .variant(Variant::new(PTHREAD, Role::Peer, |case| {
+        measure(&Pthread::new()?, case)
+    }))
+}
+
+/// `units` rounds of a small integer hash: work the optimiser cannot skip.
+#[inline]
+fn work(units: u32, state: &mut u64) {
+    for _ in 0..units {
+        *state ^= *state << 13;
+        *state ^= *state >> 7;
+        *state ^= *state << 17;
+    }
+    black_box(*state);
+}
+
+/// Runs `case` once on `lock`.
+fn measure<L: RwData>(lock: &L, case: &Case<Params>) -> Result<Sample, LabError> {
+    let p = case.params;
+    let before = lock.stats();
+    let torn = std::sync::atomic::AtomicU64::new(0);
+    let run = gang(p.threads, |i| {
+        let mut rng = 0x9E37_79B9_7F4A_7C15u64 ^ (i as u64 + 1).wrapping_mul(0x2545_F491_4F6C_DD1D);
+        for _ in 0..p.ops_per_thread {
+            work(p.outside, &mut rng);
+            if rng % 100 < p.write_percent {
+                lock.write(|d| {
+                    for w in d.iter_mut() {
+                        *w += 1;
+                    }
+                    work(p.inside, &mut rng);
+                });
+            } else {
+                let equal = lock.read(|d| {
+                    let mut inner = rng;
+                    work(p.inside, &mut inner);
+                    d.iter().all(|&w| w == d[0])
+                });
+                if !equal {
+                    torn.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                }
+            }
+        }
+    })?;
+    let torn = torn.into_inner();
+    if torn > 0 {
+        return Err(LabError::Sample(format!(
+            "{torn} reads saw a writer half-way: the lock is broken"
+        )));
+    }
+    let ops = (p.threads as u64 * p.ops_per_thread) as f64;
+    let kops = ops / 1e3;
+    let mut sample = Sample::new()
+        .with("ops_per_s", ops / run.wall.as_secs_f64())
+        .with(
+            "ctx_switches_per_kop",
+            run.usage.ctx_switches() as f64 / kops,
+        );
+    if let (Some(before), Some(after)) = (before, lock.stats()) {
+        if herdless::stats::ENABLED {
+            let d = |f: fn(&herdless::rwsem::RwSemStats) -> u64| (f(&after) - f(&before)) as f64;
+            sample = sample
+                .with(
+                    "contended_per_kop",
+                    d(|s| s.contended_wait_lock_acquisitions) / kops,
+                )
+                .with("wait_lock_per_kop", d(|s| s.wait_lock_acquisitions) / kops)
+                .with("hold_ns_per_op", d(|s| s.wait_lock_hold_ns) / ops)
+                .with("wakeups_per_kop", d(|s| s.wakeups) / kops);
+        }
+    }
+    Ok(sample)
+}
