@@ -13,6 +13,7 @@
 //! | [`mutex`], [`condvar`] | 004 + 001 | `lock_api` mutex and a condvar whose `notify_all` requeues |
 //! | [`wait_queue`] | 000 + 001 | wait-queue head: exclusive and non-exclusive entries, poller callbacks, pass-on of unused wakeups |
 //! | [`channel`] | 000 | blocking multi-reader queue on a wait queue, wake-all or wake-one |
+//! | [`poll`] | 003 | `EventPoll` (epoll) with spinlock, rwlock + swap and lock-free ready lists; `EventFd`; the `Pollable` trait |
 //!
 //! See `docs/ARCHITECTURE.md` for the layers and the ordering contracts.
 
@@ -29,6 +30,7 @@ pub mod condvar;
 pub mod futex;
 pub mod mutex;
 pub mod parker;
+pub mod poll;
 pub mod stats;
 pub mod wait_queue;
 
@@ -40,4 +42,5 @@ pub use futex::{FutexTable, RequeueError, Requeued, WaitError, WakePolicy, Woken
 pub use mutex::RawMutex;
 #[cfg(not(loom))]
 pub use mutex::{Mutex, MutexGuard};
+pub use poll::{EventFd, EventPoll, Pollable, ReadyListKind};
 pub use wait_queue::{Attempt, WaitQueue, WakeMode};
