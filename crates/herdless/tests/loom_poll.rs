@@ -168,3 +168,37 @@ fn edge_arriving_during_the_harvest_is_not_lost() {
         });
     }
 }
+
+/// `LockFree` latches the source's callback entry while the item is queued:
+/// a write then skips the source's queue lock when nobody else is there.
+/// Here the first write queues the item and the second latches the entry;
+/// the consumer drains the counter, and its harvest (which re-arms the
+/// entry) races the third write. Either that write sees the entry re-armed
+/// and calls the callback, or the harvest's source read sees it: never
+/// neither (the consumer would sleep forever: loom deadlock). Mutation
+/// check: without the fence (R) in `WaitQueue::rearm`, or (W) in
+/// `WaitQueue::wake_up`, this model deadlocks.
+#[test]
+fn a_write_skipping_a_latched_entry_is_seen_by_the_rearming_harvest() {
+    model(2, || {
+        let poller = Arc::new(EventPoll::with_kind(ReadyListKind::LockFree));
+        let efd = Arc::new(EventFd::new());
+        poller.add(efd.clone(), 1, R, Trigger::Edge).unwrap();
+        efd.try_write(1).unwrap(); // queues the item
+        efd.try_write(1).unwrap(); // finds it queued: latches the entry
+        let producer = {
+            let efd = efd.clone();
+            thread::spawn(move || efd.try_write(1).unwrap())
+        };
+        let mut events = Vec::new();
+        let mut total = 0;
+        loop {
+            total += efd.try_read().unwrap_or(0);
+            if total == 3 {
+                break;
+            }
+            poller.wait(&mut events, 4, Duration::MAX).unwrap();
+        }
+        producer.join().unwrap();
+    });
+}

@@ -204,6 +204,49 @@ fn edge_triggered_source_is_reported_once_per_event() {
     }
 }
 
+/// `LockFree` latches the source's entry while the item is queued (writes
+/// then skip the callback); every harvest re-arms it, also for an item the
+/// harvest drops (a disabled one-shot), and deleting a latched watch leaves
+/// the source's queue empty. Run on every variant: behaviour is the same.
+#[test]
+fn writes_while_the_item_is_queued_latch_and_every_harvest_rearms() {
+    for kind in KINDS {
+        let poller = EventPoll::with_kind(kind);
+        let efd = Arc::new(EventFd::new());
+        poller.add(efd.clone(), 1, R, Trigger::Edge).unwrap();
+        for _ in 0..3 {
+            efd.write(1).unwrap(); // queues, then latches
+            efd.write(1).unwrap();
+            efd.write(1).unwrap();
+            assert_eq!(poll_now(&poller).len(), 1, "{kind:?}");
+            assert_eq!(efd.read(), 3, "{kind:?}");
+            assert!(poll_now(&poller).is_empty(), "{kind:?}: no new edge");
+        }
+        // One-shot: fires, is disabled; writes queue and latch it again; the
+        // harvest that drops it re-arms; `modify` reports it once more.
+        poller.modify(&*efd, 2, R, Trigger::OneShot).unwrap();
+        efd.write(1).unwrap();
+        assert_eq!(poll_now(&poller).len(), 1, "{kind:?}");
+        efd.write(1).unwrap();
+        efd.write(1).unwrap();
+        assert!(poll_now(&poller).is_empty(), "{kind:?}: disabled");
+        efd.write(1).unwrap();
+        assert!(poll_now(&poller).is_empty(), "{kind:?}: still disabled");
+        poller.modify(&*efd, 3, R, Trigger::Edge).unwrap();
+        assert_eq!(poll_now(&poller).len(), 1, "{kind:?}: modify re-arms");
+        assert_eq!(efd.read(), 4, "{kind:?}");
+        efd.write(1).unwrap();
+        assert_eq!(poll_now(&poller).len(), 1, "{kind:?}: edge after re-arm");
+        // Delete while latched: the entry goes, nothing is reported.
+        efd.write(1).unwrap();
+        efd.write(1).unwrap();
+        poller.delete(&*efd).unwrap();
+        assert!(efd.read_wait_queue().is_empty(), "{kind:?}");
+        efd.write(1).unwrap();
+        assert!(poll_now(&poller).is_empty(), "{kind:?}");
+    }
+}
+
 #[test]
 fn one_shot_source_is_reported_once_until_modify_rearms_it() {
     for kind in KINDS {

@@ -14,7 +14,7 @@ use super::pollable::Pollable;
 use super::ready_list::ReadyListKind;
 use crate::lock::SpinParkLock;
 use crate::sync::{fence, Arc, Ordering};
-use crate::wait_queue::{Attempt, WaitQueue, WaitQueueStats};
+use crate::wait_queue::{Attempt, Latch, WaitQueue, WaitQueueStats};
 
 /// Event counts of a poller (all zero without the `stats` feature).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -83,6 +83,24 @@ fn register<S: Pollable + ?Sized + 'static>(
         source.clone(),
         queue,
         move || core.callback(&item),
+    ))
+}
+
+/// [`register`] for the read queue of a `LockFree` poller: the entry
+/// latches while the item is queued (item.rs, `latch`).
+fn register_latched<S: Pollable + ?Sized + 'static>(
+    source: &Arc<S>,
+    core: &Arc<Core>,
+    item: &Arc<Item>,
+    latch: Arc<Latch>,
+) -> Box<dyn Any + Send + Sync> {
+    let (core, item, busy) = (core.clone(), item.clone(), item.clone());
+    Box::new(WaitQueue::register_owned_latched(
+        source.clone(),
+        read_queue::<S>,
+        move || core.callback(&item),
+        latch,
+        move || busy.is_queued(),
     ))
 }
 
@@ -187,14 +205,26 @@ impl EventPoll {
             None => None,
         };
         let readable = source.clone();
-        let item = Arc::new(Item::new(
+        let item = Item::new(
             token,
             interest,
             trigger,
             Box::new(move || readable.readiness()),
-        ));
+        );
+        // `LockFree` (beyond the seed) latches the read entry while the item
+        // is queued, the kernel's "already on the ready list: exit soon"
+        // made lock-free; the seed's variants keep `ep_poll_callback`'s
+        // shape (a call per event, the check under the list lock).
+        let latch = (self.kind() == ReadyListKind::LockFree).then(|| Arc::new(Latch::new()));
+        let item = Arc::new(match &latch {
+            Some(latch) => item.with_latch(source.wait_queue(), latch.clone()),
+            None => item,
+        });
         let two_queues = !std::ptr::eq(source.wait_queue(), source.write_wait_queue());
-        let read = register(&source, &self.core, &item, read_queue::<S>);
+        let read = match latch {
+            Some(latch) => register_latched(&source, &self.core, &item, latch),
+            None => register(&source, &self.core, &item, read_queue::<S>),
+        };
         let register_write = two_queues.then(|| {
             let (source, core, item) = (source.clone(), self.core.clone(), item.clone());
             Box::new(move || register(&source, &core, &item, write_queue::<S>))

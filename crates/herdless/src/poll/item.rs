@@ -1,9 +1,11 @@
 //! One watched source in one poller (kernel: `struct epitem`).
 
 use std::ptr;
+use std::ptr::NonNull;
 
 use super::interest::{Readiness, Trigger};
-use crate::sync::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, Ordering, UnsafeCell};
+use crate::sync::{Arc, AtomicBool, AtomicPtr, AtomicU32, AtomicU64, Ordering, UnsafeCell};
+use crate::wait_queue::{Latch, WaitQueue};
 
 /// The link of the intrusive singly-linked lists the ready-list variants
 /// use. It is the first field of [`Item`] (`repr(C)`), so a `*mut Link`
@@ -45,6 +47,11 @@ const DISABLED: u32 = 1 << 10;
 /// - `source`: read and taken (by `retire`) only under the scan lock. A
 ///   deleted item may stay on the ready list until the next harvest, but
 ///   the source it watched is released at once.
+/// - `latch` (`LockFree` pollers): immutable. The entry on the source's
+///   read queue latches while the item is `queued` (a wake then skips it,
+///   and skips the queue's lock if nobody else is there), and `unqueue`
+///   re-arms it *before* the source is read. See "Latched callback
+///   entries" in the `wait_queue` docs for the ordering argument.
 #[repr(C)]
 pub(crate) struct Item {
     pub(crate) link: Link,
@@ -52,6 +59,16 @@ pub(crate) struct Item {
     config: AtomicU32,
     token: AtomicU64,
     source: UnsafeCell<Option<SourceFn>>,
+    latch: Option<ItemLatch>,
+}
+
+/// Where an item's latched entry lives: the source's read queue and the
+/// latch it shares with the entry.
+pub(crate) struct ItemLatch {
+    /// Points into the watched source, which `source` keeps alive: valid
+    /// while the item is not retired (checked under the scan lock).
+    queue: NonNull<WaitQueue>,
+    latch: Arc<Latch>,
 }
 
 /// Reads the watched source's readiness (and keeps the source alive).
@@ -59,7 +76,8 @@ pub(crate) type SourceFn = Box<dyn Fn() -> Readiness + Send + Sync>;
 
 // SAFETY: `source` (the one non-`Sync` field) is only accessed under the
 // poller's scan lock (see the struct docs); the closure it holds is
-// `Send + Sync`. Every other field is atomic.
+// `Send + Sync`. `latch.queue` is a shared reference to a `WaitQueue`
+// (`Sync`) used under the same rule. Every other field is atomic.
 unsafe impl Sync for Item {}
 // SAFETY: as above.
 unsafe impl Send for Item {}
@@ -114,7 +132,30 @@ impl Item {
             config: AtomicU32::new(config.encode()),
             token: AtomicU64::new(token),
             source: UnsafeCell::new(Some(source)),
+            latch: None,
         }
+    }
+
+    /// The item with its read-queue entry latched (registered with
+    /// `WaitQueue::register_owned_latched` on `queue` with `latch`).
+    /// `queue` must live inside the source this item's `SourceFn` keeps
+    /// alive (or outlive it).
+    pub(crate) fn with_latch(self, queue: &WaitQueue, latch: Arc<Latch>) -> Self {
+        Item {
+            latch: Some(ItemLatch {
+                queue: NonNull::from(queue),
+                latch,
+            }),
+            ..self
+        }
+    }
+
+    /// Whether the item is queued (the latched entry's `busy` predicate:
+    /// called by a wake under the source's queue lock). Relaxed: the queue
+    /// lock orders it against `unqueue`'s re-arm, which takes that lock
+    /// after clearing the flag (`wait_queue` docs).
+    pub(crate) fn is_queued(&self) -> bool {
+        self.queued.load(Ordering::Relaxed)
     }
 
     /// Claims the item for queueing: `true` if it was not queued, and the
@@ -138,9 +179,24 @@ impl Item {
     /// order and synchronizes with it), so the source read that follows
     /// sees it. A callback that comes later claims the item again and
     /// queues it: no event falls between the two.
+    ///
+    /// Then it re-arms the latched entry, if any, still before the source
+    /// is read (so a wake that skipped the entry, lock-free, is seen by
+    /// that read: fence (R) in `WaitQueue::rearm`). Not for a retired item:
+    /// its entry is gone, and its source (and queue) may be.
     pub(crate) fn unqueue(&self) {
         let was = self.queued.swap(false, Ordering::AcqRel);
         debug_assert!(was, "only a queued item is harvested");
+        if let Some(latch) = &self.latch {
+            // SAFETY: under the scan lock, the only place `source` is touched.
+            let held = self.source.with(|source| unsafe { (*source).is_some() });
+            if held {
+                // SAFETY: not retired, so the source that holds the queue is
+                // alive (our `SourceFn` holds it) and cannot be released
+                // while we hold the scan lock (`retire` takes it).
+                unsafe { latch.queue.as_ref() }.rearm(&latch.latch);
+            }
+        }
     }
 
     /// The settings (read under the scan lock; Relaxed, the lock orders it).

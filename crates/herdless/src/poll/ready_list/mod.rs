@@ -58,7 +58,10 @@ pub enum ReadyListKind {
     /// Beyond the seed: a lock-free multi-producer single-consumer list and
     /// a per-item "queued" flag. No reader-writer lock, so no reader can
     /// hold up the harvester (the priority-inversion risk that made the
-    /// kernel drop the rwlock in 2025). The default.
+    /// kernel drop the rwlock in 2025). Its pollers also latch their entry
+    /// on a source while the item is queued, so writes to a source whose
+    /// event is pending skip the callback (module docs of `poll`). The
+    /// default.
     #[default]
     LockFree,
 }
