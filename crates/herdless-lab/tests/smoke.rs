@@ -143,3 +143,29 @@ fn list_names_every_experiment() {
         assert!(stdout.contains(exp.name), "{stdout}");
     }
 }
+
+#[test]
+fn epoll_smoke_measures_every_variant_without_errors() {
+    let exp = experiments::find("epoll").unwrap();
+    let result = run_experiment(&exp, &RunOptions::new(Suite::Smoke)).unwrap();
+    let report = Report::new(
+        Machine::detect(),
+        &RunOptions::new(Suite::Smoke),
+        SystemTime::now(),
+        vec![result],
+    );
+    let section = &report.experiments[0].sections[0];
+    let names: Vec<&str> = section.variants.iter().map(|v| v.name.as_str()).collect();
+    assert_eq!(names, ["spinlock", "rwlock-swap", "lock-free", "kernel"]);
+    for case in &section.cases {
+        for cell in &case.cells {
+            assert!(
+                cell.errors.is_empty(),
+                "{} at {}: {:?}",
+                cell.variant,
+                case.label,
+                cell.errors
+            );
+        }
+    }
+}

@@ -14,6 +14,7 @@
 //! | [`wait_queue`] | 000 + 001 | wait-queue head: exclusive and non-exclusive entries, poller callbacks, pass-on of unused wakeups |
 //! | [`channel`] | 000 | blocking multi-reader queue on a wait queue, wake-all or wake-one |
 //! | [`rwsem`] | 001 | FIFO reader-writer semaphore, `lock_api` guards, grants woken after unlock |
+//! | [`poll`] | 003 | `EventPoll` (epoll) with spinlock, rwlock + swap and lock-free ready lists; `EventFd`; the `Pollable` trait |
 //!
 //! See `docs/ARCHITECTURE.md` for the layers and the ordering contracts.
 
@@ -30,6 +31,7 @@ pub mod condvar;
 pub mod futex;
 pub mod mutex;
 pub mod parker;
+pub mod poll;
 pub mod rwsem;
 pub mod stats;
 pub mod wait_queue;
@@ -42,6 +44,7 @@ pub use futex::{FutexTable, RequeueError, Requeued, WaitError, WakePolicy, Woken
 pub use mutex::RawMutex;
 #[cfg(not(loom))]
 pub use mutex::{Mutex, MutexGuard};
+pub use poll::{EventFd, EventPoll, Pollable, ReadyListKind};
 pub use rwsem::{RawRwSem, RwSemConfig};
 #[cfg(not(loom))]
 pub use rwsem::{RwSem, RwSemExt};

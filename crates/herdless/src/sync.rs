@@ -9,7 +9,7 @@
 pub(crate) use loom::{
     cell::UnsafeCell,
     sync::{
-        atomic::{fence, AtomicU32, AtomicUsize, Ordering},
+        atomic::{fence, AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering},
         Arc,
     },
     thread_local,
@@ -18,7 +18,7 @@ pub(crate) use loom::{
 #[cfg(not(loom))]
 pub(crate) use std::{
     sync::{
-        atomic::{fence, AtomicU32, AtomicUsize, Ordering},
+        atomic::{fence, AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering},
         Arc,
     },
     thread_local,

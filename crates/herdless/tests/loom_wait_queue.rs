@@ -59,8 +59,11 @@ impl Items {
 }
 
 /// The classic lost wakeup: the waker sets the flag and wakes while the
-/// waiter is between its check and its sleep. The queue lock orders the
-/// two (module docs); a Relaxed flag is enough.
+/// waiter is between its check and its sleep. A Relaxed flag is enough: a
+/// wake that finds the waiter counted is ordered by the queue lock, and
+/// one that finds the queue empty skips the lock, which the fences (E) in
+/// `enqueue` and (W) in `wake_up` make safe (module docs, "Nobody waits").
+/// Mutation check: without either fence this model deadlocks.
 #[test]
 fn wake_racing_wait_event_registration_is_never_lost() {
     for (mode, exclusive) in [

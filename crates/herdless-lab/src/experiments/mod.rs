@@ -3,6 +3,7 @@
 
 use crate::harness::{Experiment, LabError};
 
+pub mod epoll;
 pub mod futex_wake;
 pub mod herd;
 pub mod rwsem;
@@ -13,6 +14,7 @@ pub fn all() -> Vec<Experiment> {
         herd::experiment(),
         rwsem::experiment(),
         futex_wake::experiment(),
+        epoll::experiment(),
     ]
 }
 

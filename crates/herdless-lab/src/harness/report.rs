@@ -129,8 +129,11 @@ pub struct RatioReport {
     pub den: String,
     /// The claimed bound, if any.
     pub target: Option<Bound>,
-    /// The case the bound applies to; `None`: every case.
-    pub at: Option<String>,
+    /// The cases the bound applies to; empty: every case. In JSON: `null`
+    /// (every case), a label (one case, as before this could name
+    /// several), or a list of labels.
+    #[serde(default, with = "at_cases")]
+    pub at: Vec<String>,
     /// The metric divided; absent: the section's primary metric.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metric: Option<String>,
@@ -152,7 +155,36 @@ impl RatioReport {
 
     /// Whether the target (if any) is checked on the case labelled `label`.
     pub fn applies_to(&self, label: &str) -> bool {
-        self.at.as_ref().is_none_or(|l| l == label)
+        self.at.is_empty() || self.at.iter().any(|l| l == label)
+    }
+}
+
+/// `RatioReport::at` in JSON: `null`, one label, or a list (schema 1 wrote
+/// `null` or one label; both still read, and are still written that way).
+mod at_cases {
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum OneOrMany {
+        One(String),
+        Many(Vec<String>),
+    }
+
+    pub fn serialize<S: Serializer>(at: &[String], s: S) -> Result<S::Ok, S::Error> {
+        match at {
+            [] => s.serialize_none(),
+            [one] => one.serialize(s),
+            many => many.serialize(s),
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
+        Ok(match Option::<OneOrMany>::deserialize(d)? {
+            None => Vec::new(),
+            Some(OneOrMany::One(one)) => vec![one],
+            Some(OneOrMany::Many(many)) => many,
+        })
     }
 }
 
@@ -201,13 +233,15 @@ impl SectionReport {
             };
             let name = r.name();
             let target = describe_bound(bound);
-            let where_ =
-                r.at.as_ref()
-                    .map_or("at every case".to_string(), |l| format!("at {l}"));
+            let where_ = if r.at.is_empty() {
+                "at every case".to_string()
+            } else {
+                format!("at {}", r.at.join(", "))
+            };
             match decisive(self, r) {
                 Some((case, value)) => {
                     let mark = if bound.holds(value) { "met" } else { "MISSED" };
-                    let worst = if r.at.is_none() { "worst " } else { "" };
+                    let worst = if r.at.len() == 1 { "" } else { "worst " };
                     parts.push(format!(
                         "{name} {target} {where_}: {mark} ({worst}{} at {} {})",
                         fmt_ratio(value),

@@ -162,7 +162,7 @@ fn run_section(plan: &dyn SectionPlan, opts: &RunOptions, bar: &ProgressBar) -> 
                 num: r.num.to_string(),
                 den: r.den.to_string(),
                 target: r.target,
-                at: r.at.map(str::to_string),
+                at: r.at.iter().map(|l| l.to_string()).collect(),
                 metric: r.metric.map(str::to_string),
                 values: Vec::new(),
                 met: None,
@@ -266,6 +266,37 @@ mod tests {
         assert_eq!(s.cases[1].cells[0].metrics["t"].samples, vec![20.0, 20.0]);
         assert_eq!(s.ratios[0].values, vec![Some(5.0), Some(5.0)]);
         assert_eq!(s.ratios[0].met, Some(true));
+    }
+
+    #[test]
+    fn one_ratio_column_judges_several_named_cases_by_the_worst() {
+        // a/b is 5 at case 1 and 2.5 at case 2.
+        let exp = Experiment::new("toy", "none").section(
+            Section::new("toy", "n", cases())
+                .metric(Metric::lower("t", "s"))
+                .variant(Variant::new("a", Role::Before, |c: &Case<u32>| {
+                    Ok(Sample::new().with("t", if c.params == 1 { 10.0 } else { 5.0 }))
+                }))
+                .variant(Variant::new("b", Role::After, |_: &Case<u32>| {
+                    Ok(Sample::new().with("t", 2.0))
+                }))
+                .ratio(Ratio::of("a", "b").at_least(4.0).at_case("1").at_case("2"))
+                .ratio(Ratio::of("a", "b").at_least(4.0).at_case("1")),
+        );
+        let report = run_experiment(&exp, &RunOptions::new(Suite::Smoke)).unwrap();
+        let s = &report.sections[0];
+        assert_eq!(s.ratios[0].at, ["1", "2"]);
+        assert_eq!(s.ratios[0].met, Some(false), "2.5 at case 2 decides");
+        assert_eq!(s.ratios[1].met, Some(true));
+        assert!(s.verdict().contains("at 1, 2: MISSED (worst 2.50×"));
+        // JSON: a list for several cases, a plain label for one (as schema 1
+        // always wrote), and both read back.
+        let json = serde_json::to_value(s).unwrap();
+        assert_eq!(json["ratios"][0]["at"], serde_json::json!(["1", "2"]));
+        assert_eq!(json["ratios"][1]["at"], serde_json::json!("1"));
+        let back: crate::harness::report::SectionReport = serde_json::from_value(json).unwrap();
+        assert_eq!(back.ratios[0].at, ["1", "2"]);
+        assert_eq!(back.ratios[1].at, ["1"]);
     }
 
     #[test]

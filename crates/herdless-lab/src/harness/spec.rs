@@ -226,8 +226,8 @@ pub struct Ratio {
     pub den: &'static str,
     /// The claim to check, if any.
     pub target: Option<Bound>,
-    /// The case label the target applies to; `None`: every case.
-    pub at: Option<&'static str>,
+    /// The case labels the target applies to; empty: every case.
+    pub at: Vec<&'static str>,
     /// The metric whose medians are divided; `None`: the primary one.
     pub metric: Option<&'static str>,
 }
@@ -239,7 +239,7 @@ impl Ratio {
             num,
             den,
             target: None,
-            at: None,
+            at: Vec::new(),
             metric: None,
         }
     }
@@ -263,9 +263,11 @@ impl Ratio {
         self
     }
 
-    /// Checks the target only on the case labelled `label`.
+    /// Checks the target only on the case labelled `label`; called again,
+    /// on each of the cases named (one column, judged by the worst of
+    /// them).
     pub fn at_case(mut self, label: &'static str) -> Self {
-        self.at = Some(label);
+        self.at.push(label);
         self
     }
 }
@@ -375,7 +377,7 @@ impl<P> Section<P> {
                     return fail(format!("ratio names unknown metric \"{metric}\""));
                 }
             }
-            if let Some(label) = r.at {
+            for &label in &r.at {
                 let known = [Suite::Smoke, Suite::Quick, Suite::Full]
                     .iter()
                     .any(|&s| self.cases.get(s).iter().any(|c| c.label == label));

@@ -18,6 +18,8 @@
 //! so that one critical section can always finish its work. Dropping a list
 //! that still holds handles wakes them, so no wakeup is lost on any path.
 
+use std::mem::MaybeUninit;
+
 use crate::parker::Unparker;
 
 /// Handles kept without allocating.
@@ -35,25 +37,33 @@ impl Wake for Unparker {
 }
 
 /// Wakeups deferred until after a lock is dropped.
+///
+/// Slots `inline[woken..len]` are initialised (pushed, not yet woken); the
+/// rest are not. Nothing is written on construction: a wake that collects
+/// one handle touches one slot, not the whole array (this list is built on
+/// every wake, including the poll callback's hot path).
 pub(crate) struct WakeList<W: Wake = Unparker> {
-    inline: [Option<W>; INLINE],
+    inline: [MaybeUninit<W>; INLINE],
     len: usize,
+    woken: usize,
     spill: Vec<W>,
 }
 
 impl<W: Wake> WakeList<W> {
     pub(crate) fn new() -> Self {
         WakeList {
-            inline: [const { None }; INLINE],
+            inline: [const { MaybeUninit::uninit() }; INLINE],
             len: 0,
+            woken: 0,
             spill: Vec::new(),
         }
     }
 
     /// Defers a wakeup.
+    #[inline]
     pub(crate) fn push(&mut self, waker: W) {
         if self.len < INLINE {
-            self.inline[self.len] = Some(waker);
+            self.inline[self.len].write(waker);
             self.len += 1;
         } else {
             self.spill.push(waker);
@@ -63,20 +73,28 @@ impl<W: Wake> WakeList<W> {
     /// Number of deferred wakeups.
     #[allow(dead_code)]
     pub(crate) fn len(&self) -> usize {
-        self.len + self.spill.len()
+        self.len - self.woken + self.spill.len()
     }
 
     /// Issues every deferred wakeup, in the order they were pushed. Call it
     /// after dropping the lock the waiters were dequeued under.
     pub(crate) fn wake_all(&mut self) {
-        for slot in &mut self.inline[..self.len] {
-            if let Some(w) = slot.take() {
-                w.wake();
-            }
+        while self.woken < self.len {
+            let slot = &self.inline[self.woken];
+            // Advance first: if `wake` panics, `drop` goes on from the next
+            // slot and never reads this one again.
+            self.woken += 1;
+            // SAFETY: slots `woken..len` are initialised (struct docs), and
+            // this one is read once: `woken` has moved past it.
+            let waker = unsafe { slot.assume_init_read() };
+            waker.wake();
         }
         self.len = 0;
-        for w in self.spill.drain(..) {
-            w.wake();
+        self.woken = 0;
+        if !self.spill.is_empty() {
+            for w in self.spill.drain(..) {
+                w.wake();
+            }
         }
     }
 }

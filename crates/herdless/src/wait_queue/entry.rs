@@ -5,7 +5,7 @@ use std::marker::PhantomPinned;
 use std::ptr::NonNull;
 
 use crate::parker::Unparker;
-use crate::sync::{Arc, AtomicU32, Ordering};
+use crate::sync::{Arc, AtomicBool, AtomicU32, Ordering};
 use crate::util::linked_list::{Link, Pointers};
 use crate::util::wake_list::Wake;
 
@@ -38,13 +38,46 @@ impl Wake for Notify {
     }
 }
 
+/// The latch of a callback entry registered with
+/// [`WaitQueue::register_owned_latched`](super::WaitQueue::register_owned_latched):
+/// shared by the entry and the poller's item, so that the item can re-arm
+/// the entry without reaching the (possibly freed) registration.
+///
+/// `latched` is read and written only under the lock of the queue the entry
+/// is on (Relaxed: the lock orders it). Set by a wake that found the entry's
+/// `busy` predicate true (the poller's item already queued: calling the
+/// callback would do nothing); cleared by
+/// [`WaitQueue::rearm`](super::WaitQueue::rearm) and by the entry's
+/// removal. A latched entry is
+/// not counted in the queue's `entries`, so a wake that finds only latched
+/// entries skips the lock (module docs, "Latched callback entries").
+pub(crate) struct Latch {
+    pub(super) latched: AtomicBool,
+}
+
+impl Latch {
+    pub(crate) fn new() -> Self {
+        Latch {
+            latched: AtomicBool::new(false),
+        }
+    }
+}
+
+/// A latched entry's half: its shared latch and the predicate a wake calls,
+/// under the queue lock, to decide whether to latch instead of calling.
+pub(super) struct EntryLatch {
+    pub(super) latch: Arc<Latch>,
+    pub(super) busy: Box<dyn Fn() -> bool + Send + Sync>,
+}
+
 /// The record of one waiter, pinned for as long as it is queued: on the
 /// waiting thread's stack for a thread, in a `Box` for a registration.
 ///
 /// Invariants (who writes what, under which lock):
 /// - `pointers`: only under the queue lock. The record is in the queue's
 ///   `exclusive` list if `exclusive`, in its `shared` list otherwise.
-/// - `exclusive`, `notify`: immutable. Wakers clone `notify` under the lock.
+/// - `exclusive`, `notify`, `latch`: immutable (the latch's flag is not:
+///   see [`Latch`]). Wakers clone `notify` under the lock.
 /// - `state` (thread entries only; a callback entry stays `WAITING`):
 ///   set to `WAITING` by the owning thread under the queue lock when it
 ///   (re)queues the record; set to `WOKEN` by the waker that dequeued it,
@@ -54,6 +87,8 @@ pub(super) struct Entry {
     pub(super) exclusive: bool,
     pub(super) notify: Notify,
     pub(super) state: AtomicU32,
+    /// Callback entries registered latched (immutable; see [`Latch`]).
+    pub(super) latch: Option<EntryLatch>,
     _pinned: PhantomPinned,
 }
 
@@ -64,7 +99,16 @@ impl Entry {
             exclusive,
             notify,
             state: AtomicU32::new(WAITING),
+            latch: None,
             _pinned: PhantomPinned,
+        }
+    }
+
+    /// A callback entry that wakes latch while `busy()` holds.
+    pub(super) fn latched(callback: Callback, latch: EntryLatch) -> Self {
+        Entry {
+            latch: Some(latch),
+            ..Entry::new(false, Notify::Callback(callback))
         }
     }
 

@@ -42,9 +42,63 @@
 //! `state = new` happens-before the waker's unlock, which happens-before
 //! the waiter's lock, so `cond()` sees the new state and the waiter does
 //! not sleep. "The waiter misses the state and the wake misses the waiter"
-//! is impossible. There is no lock-free "nobody waits" fast path (it would
-//! need the full-fence store-buffering argument of `futex`, DESIGN contract
-//! 2): `wake_up` on an empty queue takes and drops an uncontended lock.
+//! is impossible.
+//!
+//! # Nobody waits: the lock-free check (DESIGN contract 2)
+//! `wake_up` on a queue with no entry at all (no sleeper, no poller
+//! registered: an `EventFd` nobody polls, the writers' queue of a consumer
+//! that only reads) skips the lock. The queue counts its entries
+//! (`entries`, changed only under the lock), and the two sides are the
+//! store-buffering litmus test of `futex`, with a full fence on each:
+//! ```text
+//!   waiter / registration (enqueue)        waker (wake_up)
+//!   lock; link; entries += 1; unlock        state = new   (the caller)
+//!   fence(SeqCst)                 (E)       fence(SeqCst)             (W)
+//!   look at the state (cond(),              if entries == 0: return
+//!     a poller's readiness)                 lock; dequeue ... (as above)
+//! ```
+//! The two fences are ordered one way or the other. If (E) comes first, the
+//! waker's load (after W) sees the increment (before E), or a later value
+//! that still counts the entry (only its removal takes it back, and a
+//! removed entry was woken or left on its own), and it takes the lock: the
+//! argument above applies. If (W) comes first, the waiter's look (after E)
+//! sees the new state and it does not sleep (a poller queues its item). So
+//! "the waker sees no entry and the waiter misses the state" is impossible;
+//! `loom_wait_queue.rs` checks it
+//! (`wake_racing_wait_event_registration_is_never_lost` deadlocks without
+//! either fence).
+//!
+//! # Latched callback entries (crate internal: `LockFree` pollers)
+//! A poller's callback for a source whose item is already on its ready
+//! list has nothing to do (kernel: `ep_poll_callback` returns early when
+//! the item is linked). An entry registered with
+//! `register_owned_latched(.., latch, busy)` lets a wake skip it, and then
+//! skip the lock, for as long as that holds:
+//! - *Latch*: a wake, under the queue lock, finds the entry's `busy()`
+//!   true (the item is queued). It does not call the callback; it marks the
+//!   entry latched and takes it out of `entries`. Later wakes skip a
+//!   latched entry under the lock, and skip the lock itself when `entries`
+//!   is zero (the check above).
+//! - *Re-arm*: the poller's harvest takes the item off its list (`busy()`
+//!   becomes false), then calls `WaitQueue::rearm`: under the lock,
+//!   unlatch and count the entry again; then the fence (R); then it reads
+//!   the source.
+//!
+//! Why no event is lost. A wake that latches read `busy()` under the lock:
+//! the item was queued, so a harvest will take it off, re-arm under the
+//! lock (after the latching wake's critical section: had it come before,
+//! the wake would have read the cleared flag), then read the source: the
+//! waker's state change, made before its lock, is visible. A wake that
+//! skips the lock read `entries` after its fence (W); the harvest raised it
+//! before (R) and reads the source after (R): the same store-buffering pair
+//! as (E)/(W), so either the wake counts the entry (takes the lock and
+//! calls the callback, which queues the item) or the harvest's read sees
+//! the new state. `rearm` always takes the lock, so a wake deciding to
+//! latch cannot act on a `busy()` it read before the harvest cleared it.
+//! Removing a latched entry unlatches it (a late `rearm` then does
+//! nothing). `loom_poll.rs`:
+//! `a_write_skipping_a_latched_entry_is_seen_by_the_rearming_harvest`
+//! deadlocks without (R) or (W).
 //!
 //! # The consumption contract (DESIGN contract 1; why the seed was refused)
 //! An exclusive wake is a promise: "one waiter is now awake to handle this
@@ -97,6 +151,7 @@ mod queue;
 mod registration;
 mod wait;
 
+pub(crate) use entry::Latch;
 pub use queue::{WaitQueue, WaitQueueStats, WakeMode};
 pub use registration::{OwnedRegistration, Registration};
 pub use wait::{Attempt, TimedOut};

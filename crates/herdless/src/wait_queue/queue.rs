@@ -2,10 +2,10 @@
 
 use std::ptr::NonNull;
 
-use super::entry::{publish_woken, Entry, Notify, WAITING};
+use super::entry::{publish_woken, Entry, Latch, Notify, WAITING};
 use crate::lock::SpinParkLock;
 use crate::stats::{Counter, SlowCounter};
-use crate::sync::{AtomicUsize, Ordering};
+use crate::sync::{fence, AtomicUsize, Ordering};
 use crate::util::linked_list::LinkedList;
 use crate::util::wake_list::WakeList;
 
@@ -70,6 +70,11 @@ impl Lists {
 /// [module docs](super) for the contract and the ordering argument.
 pub struct WaitQueue {
     lists: SpinParkLock<Lists>,
+    /// Entries in `lists` (threads and callbacks): raised under the lock by
+    /// `enqueue` *before* its fence (E), lowered under the lock by whoever
+    /// removes an entry. A wake that reads 0 after its fence (W) skips the
+    /// lock: the module docs, "Nobody waits: the lock-free check".
+    entries: AtomicUsize,
     mode: WakeMode,
     /// Test hook (see [`WaitQueue::debug_give_up_when_chosen`]).
     give_up_when_chosen: AtomicUsize,
@@ -104,6 +109,7 @@ impl WaitQueue {
                 shared: LinkedList::new(),
                 exclusive: LinkedList::new(),
             }),
+            entries: AtomicUsize::new(0),
             mode,
             give_up_when_chosen: AtomicUsize::new(0),
             counters: Counters::default(),
@@ -127,6 +133,13 @@ impl WaitQueue {
     /// lost-wakeup argument in the module docs relies on it. Threads are
     /// unparked and callbacks run after the queue lock is dropped.
     pub fn wake_up(&self, nr_exclusive: usize) -> usize {
+        // (W) pairs with (E) in `enqueue`: the caller's state change is
+        // before this fence, the waiter's look after its own (module docs).
+        fence(Ordering::SeqCst);
+        // Relaxed: ordered by the fences.
+        if self.entries.load(Ordering::Relaxed) == 0 {
+            return 0;
+        }
         let mut wake_list = WakeList::new();
         let mut lists = self.lists.lock();
         let mut woken = 0;
@@ -138,15 +151,32 @@ impl WaitQueue {
             cursor = unsafe { lists.shared.next(node) };
             // SAFETY: as above; shared access to immutable fields only.
             let entry = unsafe { node.as_ref() };
+            if let Some(latch) = &entry.latch {
+                // Relaxed: `latched` is only touched under this lock.
+                if latch.latch.latched.load(Ordering::Relaxed) {
+                    continue;
+                }
+                if (latch.busy)() {
+                    // The callback would find its work queued: latch the
+                    // entry until `rearm` (module docs, "Latched callback
+                    // entries"). It stops counting in `entries`.
+                    latch.latch.latched.store(true, Ordering::Relaxed);
+                    self.count_out(1);
+                    continue;
+                }
+            }
             wake_list.push(entry.notify.clone());
             if !entry.is_callback() {
                 // SAFETY: `node` is in `shared`.
                 unsafe { lists.shared.remove(node) };
+                self.count_out(1);
                 publish_woken(node);
             }
             woken += 1;
         }
-        woken += dequeue_exclusive(&mut lists, nr_exclusive, &mut wake_list);
+        let taken = dequeue_exclusive(&mut lists, nr_exclusive, &mut wake_list);
+        self.count_out(taken);
+        woken += taken;
         drop(lists);
         wake_list.wake_all();
         self.counters.wakeups.add(woken as u64);
@@ -167,6 +197,7 @@ impl WaitQueue {
         let mut wake_list = WakeList::new();
         let mut lists = self.lists.lock();
         let woken = dequeue_exclusive(&mut lists, 1, &mut wake_list);
+        self.count_out(woken);
         drop(lists);
         wake_list.wake_all();
         self.counters.wakeups.add(woken as u64);
@@ -214,6 +245,17 @@ impl WaitQueue {
             .is_ok()
     }
 
+    /// `n` entries left the lists (caller holds the queue lock, so a plain
+    /// load and store cannot lose an update: every writer holds it).
+    /// Relaxed: a wake's lock-free check only needs "not zero while an
+    /// entry is queued", and a decrement comes after the removal.
+    fn count_out(&self, n: usize) {
+        if n > 0 {
+            let now = self.entries.load(Ordering::Relaxed);
+            self.entries.store(now - n, Ordering::Relaxed);
+        }
+    }
+
     /// Queues `node` at the tail of its list, in state `WAITING`.
     ///
     /// # Safety
@@ -230,6 +272,13 @@ impl WaitQueue {
         entry.state.store(WAITING, Ordering::Relaxed);
         // SAFETY: caller contract.
         unsafe { lists.of(entry).push_back(node) };
+        // Under the lock, as in `count_out`; Relaxed: ordered by (E).
+        let n = self.entries.load(Ordering::Relaxed);
+        self.entries.store(n + 1, Ordering::Relaxed);
+        drop(lists);
+        // (E) pairs with (W) in `wake_up`: the caller looks at the state
+        // (its condition, a poller's readiness) only after this fence.
+        fence(Ordering::SeqCst);
     }
 
     /// Takes `entry` off the queue, unless a wake already did. Returns
@@ -248,7 +297,35 @@ impl WaitQueue {
         // SAFETY: queued here and not woken, so still in its list (caller
         // contract), which we hold locked.
         unsafe { lists.of(entry).remove(NonNull::from(entry)) };
+        match &entry.latch {
+            // Latched: not counted any more. Unlatch it so that a late
+            // `rearm` (the item outliving its registration) counts nothing.
+            // Relaxed: under the lock.
+            Some(latch) if latch.latch.latched.load(Ordering::Relaxed) => {
+                latch.latch.latched.store(false, Ordering::Relaxed);
+            }
+            _ => self.count_out(1),
+        }
         false
+    }
+
+    /// Re-arms the latched entry `latch` belongs to (the poller took its
+    /// item off the ready list): the next wake calls its callback again.
+    /// Call it *before* looking at the source: (R) is the waiter side of
+    /// the lock-free check, as (E) is for `enqueue`. Always takes the lock:
+    /// that orders it against a wake deciding to latch (module docs).
+    /// A latch whose entry was removed is not latched: nothing happens.
+    pub(crate) fn rearm(&self, latch: &Latch) {
+        let lists = self.lists.lock();
+        // Relaxed: under the lock.
+        if latch.latched.load(Ordering::Relaxed) {
+            latch.latched.store(false, Ordering::Relaxed);
+            let n = self.entries.load(Ordering::Relaxed);
+            self.entries.store(n + 1, Ordering::Relaxed);
+        }
+        drop(lists);
+        // (R) pairs with (W) in `wake_up`, as (E) does.
+        fence(Ordering::SeqCst);
     }
 }
 

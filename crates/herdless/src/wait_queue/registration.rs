@@ -5,7 +5,7 @@
 use std::pin::Pin;
 use std::ptr::NonNull;
 
-use super::entry::{Callback, Entry, Notify};
+use super::entry::{Callback, Entry, EntryLatch, Latch, Notify};
 use super::queue::WaitQueue;
 use crate::sync::Arc;
 
@@ -25,7 +25,11 @@ fn callback(f: impl Fn() + Send + Sync + 'static) -> Callback {
 
 fn queued_entry(queue: &WaitQueue, f: impl Fn() + Send + Sync + 'static) -> Pin<Box<Entry>> {
     // Pollers are never exclusive (DESIGN contract 1).
-    let entry = Box::pin(Entry::new(false, Notify::Callback(callback(f))));
+    enqueue_boxed(queue, Entry::new(false, Notify::Callback(callback(f))))
+}
+
+fn enqueue_boxed(queue: &WaitQueue, entry: Entry) -> Pin<Box<Entry>> {
+    let entry = Box::pin(entry);
     // SAFETY: the entry is pinned in its box, in no list, and the
     // registration that owns the box removes it from `queue` (and from no
     // other) before dropping the box.
@@ -69,6 +73,41 @@ impl WaitQueue {
     {
         let wait_queue = queue(&*owner);
         let entry = queued_entry(wait_queue, callback);
+        OwnedRegistration {
+            queue: NonNull::from(wait_queue),
+            entry,
+            owner,
+        }
+    }
+
+    /// [`register_owned`](Self::register_owned) with a latch (crate
+    /// internal: the poller's `LockFree` items). A wake that finds `busy()`
+    /// true, under the queue lock, does not call `callback` but *latches*
+    /// the entry: later wakes skip it without calling anything, and skip
+    /// the queue lock altogether if no other entry is counted, until
+    /// [`rearm`](Self::rearm)`(&latch)`. `busy` must stay true until the
+    /// owner of `latch` calls `rearm` (the poller: "the item is queued",
+    /// which only the harvest that then re-arms ends), and must be cheap:
+    /// it runs under the queue lock.
+    pub(crate) fn register_owned_latched<T>(
+        owner: Arc<T>,
+        queue: fn(&T) -> &WaitQueue,
+        callback_fn: impl Fn() + Send + Sync + 'static,
+        latch: Arc<Latch>,
+        busy: impl Fn() -> bool + Send + Sync + 'static,
+    ) -> OwnedRegistration<T>
+    where
+        T: ?Sized + Send + Sync,
+    {
+        let wait_queue = queue(&*owner);
+        let entry = Entry::latched(
+            callback(callback_fn),
+            EntryLatch {
+                latch,
+                busy: Box::new(busy),
+            },
+        );
+        let entry = enqueue_boxed(wait_queue, entry);
         OwnedRegistration {
             queue: NonNull::from(wait_queue),
             entry,
