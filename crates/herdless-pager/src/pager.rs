@@ -555,7 +555,10 @@ impl Pager {
         }
     }
 
-    /// The counters so far.
+    /// The counters so far. A handler counts a fill after the ioctl that
+    /// woke the faulting thread, so while handlers run this is a little
+    /// behind; after [`Pager::settle`], once the faulting threads are done,
+    /// it is exact.
     pub fn stats(&self) -> PagerStats {
         self.shared.counters.snapshot(&self.shared.per_handler)
     }

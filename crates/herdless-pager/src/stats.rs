@@ -2,9 +2,10 @@
 //! [`Pager::stats`](crate::Pager::stats) returns.
 //!
 //! Counters are `Relaxed`: each is a tally, nothing is published through
-//! it; a snapshot taken while handlers run is a consistent-enough view, one
-//! taken after the faulting threads are done is exact (the handler's fill
-//! ioctl returned before the woken thread could go on).
+//! it. A handler counts a fill after the ioctl that woke the faulting
+//! thread, so a snapshot is exact only once the handlers are idle
+//! ([`Pager::settle`](crate::Pager::settle) waits for that; its Acquire on
+//! the handlers' `busy` count, released after each batch, orders the tallies).
 
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::time::Duration;

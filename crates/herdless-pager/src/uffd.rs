@@ -292,12 +292,12 @@ mod tests {
 
     #[test]
     fn computed_opcodes_match_the_kernel_headers() {
-        assert_eq!(OP_API as u32, nr::UFFDIO_API);
-        assert_eq!(OP_REGISTER as u32, nr::UFFDIO_REGISTER);
-        assert_eq!(OP_WAKE as u32, nr::UFFDIO_WAKE);
-        assert_eq!(OP_COPY as u32, nr::UFFDIO_COPY);
-        assert_eq!(OP_ZEROPAGE as u32, nr::UFFDIO_ZEROPAGE);
-        assert_eq!(OP_CONTINUE as u32, nr::UFFDIO_CONTINUE);
+        assert_eq!(u64::from(OP_API), u64::from(nr::UFFDIO_API));
+        assert_eq!(u64::from(OP_REGISTER), u64::from(nr::UFFDIO_REGISTER));
+        assert_eq!(u64::from(OP_WAKE), u64::from(nr::UFFDIO_WAKE));
+        assert_eq!(u64::from(OP_COPY), u64::from(nr::UFFDIO_COPY));
+        assert_eq!(u64::from(OP_ZEROPAGE), u64::from(nr::UFFDIO_ZEROPAGE));
+        assert_eq!(u64::from(OP_CONTINUE), u64::from(nr::UFFDIO_CONTINUE));
         assert_eq!(std::mem::size_of::<uapi::uffd_msg>(), MSG_SIZE);
     }
 

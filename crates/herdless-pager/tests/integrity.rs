@@ -47,6 +47,7 @@ fn every_byte_matches_the_source_for_every_window_mode_thread_count_and_order() 
                         return;
                     };
                     read_all(&pager, &src, threads, random, window as u64);
+                    pager.settle();
                     let st = pager.stats();
                     let source_pages = SOURCE.div_ceil(PAGE) as u64;
                     assert_eq!(
@@ -73,6 +74,7 @@ fn sequential_single_thread_fault_counts_are_exact() {
             return;
         };
         read_all(&pager, &src, 1, false, 0);
+        pager.settle();
         let st = pager.stats();
         let pages = (REGION / PAGE) as u64;
         let per_fault = (window / PAGE) as u64;
@@ -101,6 +103,7 @@ fn a_file_source_in_the_page_cache_is_served_with_fault_around_and_zeros_past_it
             break;
         };
         read_all(&pager, &src, 2, true, 9);
+        pager.settle();
         let st = pager.stats();
         assert_eq!(st.pages_installed(), SOURCE.div_ceil(PAGE) as u64, "{st:?}");
         assert!(st.pages_fault_around > 0, "{st:?}");

@@ -64,7 +64,7 @@ impl FileSource {
 /// Whether `file` lives in shmem (tmpfs, memfd), which minor mode can map.
 fn is_shared_memory(file: &File) -> bool {
     const TMPFS_MAGIC: i64 = 0x0102_1994;
-    rustix::fs::fstatfs(file).is_ok_and(|s| s.f_type as i64 == TMPFS_MAGIC)
+    rustix::fs::fstatfs(file).is_ok_and(|s| s.f_type == TMPFS_MAGIC)
 }
 
 impl PageSource for FileSource {
