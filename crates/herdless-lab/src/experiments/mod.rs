@@ -3,12 +3,17 @@
 
 use crate::harness::{Experiment, LabError};
 
+pub mod fault_around;
 pub mod futex_wake;
 pub mod herd;
 
 /// Every experiment, in the order `all` runs them.
 pub fn all() -> Vec<Experiment> {
-    vec![herd::experiment(), futex_wake::experiment()]
+    vec![
+        herd::experiment(),
+        futex_wake::experiment(),
+        fault_around::experiment(),
+    ]
 }
 
 /// The experiment called `name`.

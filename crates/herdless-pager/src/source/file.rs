@@ -92,6 +92,12 @@ impl PageSource for FileSource {
         let mut slices = [io::IoSliceMut::new(buf)];
         match rustix::io::preadv2(&self.file, &mut slices, offset, ReadWriteFlags::NOWAIT) {
             Ok(n) => Ok(n),
+            // tmpfs (as of 6.18) refuses RWF_NOWAIT, but its page cache is
+            // the file: a read blocks only to swap a page back in. Read it.
+            Err(Errno::OPNOTSUPP) if self.shared => {
+                self.read_at(offset, buf)?;
+                Ok(buf.len())
+            }
             // Not in the page cache (or the file system cannot say without
             // blocking): nothing is available.
             Err(Errno::AGAIN | Errno::OPNOTSUPP | Errno::INTR) => Ok(0),
