@@ -15,7 +15,7 @@
 //! The file lives in tmpfs (`/dev/shm`, else the temp dir) so that it is in
 //! the page cache and minor mode can map it; it is written and read once
 //! before any timing, unlinked at once (the lab keeps an open descriptor)
-//! so nothing is left behind. Sizes: smoke 8 MiB, quick 256 MiB, full 1 GiB.
+//! so nothing is left behind. Sizes: smoke 8 MiB, quick 64 MiB, full 1 GiB.
 //!
 //! Metrics: time, the pager's faults (fault messages served; for the kernel
 //! variant the readers' minor faults), pages per fault (pager stats), and
@@ -106,7 +106,7 @@ fn section(title: &'static str, random: bool) -> Section<Params> {
         "threads",
         PerSuite {
             smoke: cases(&[1, 2], 8 << 20),
-            quick: cases(&[1, 2, 8], 256 << 20),
+            quick: cases(&[1, 2, 8], 64 << 20),
             full: cases(&[1, 2, 8], 1 << 30),
         },
     )
