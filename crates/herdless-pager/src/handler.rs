@@ -5,13 +5,21 @@
 //! A handler reads every pending message in one `read` (the kernel hands
 //! over up to a buffer's worth), applies the `REMOVE` events first, then
 //! serves each fault:
-//! 1. the faulting page first: claimed `MISSING → INSTALLING`, read from the
-//!    source (blocking), filled with one `UFFDIO_COPY` that wakes the
-//!    faulting thread;
-//! 2. then fault-around: the aligned window around it (like the kernel's
-//!    `do_fault_around`), clipped to the source, in contiguous runs of pages
-//!    this thread could claim and the source has without blocking
-//!    (`read_nowait`), one `UFFDIO_COPY` per run.
+//! 1. the faulting page first, with the pages after it in its aligned
+//!    window (like the kernel's `do_fault_around`, clipped to the source)
+//!    that this thread could claim (`MISSING → INSTALLING`) and the source
+//!    has without blocking: one run, one `UFFDIO_COPY`, which fills the
+//!    faulting page first and wakes the faulting thread when the run is in
+//!    (the faulting thread never faults again on the next page while its
+//!    neighbours are still being copied);
+//! 2. then the rest of the window (the pages before the faulting one, and
+//!    any after a page it could not claim), in contiguous claimed runs the
+//!    source has without blocking, one `UFFDIO_COPY` per run.
+//!
+//! Each run is copied straight from the source's own memory where it has
+//! some ([`PageSource::memory`]: a `MemSource`'s bytes, a `FileSource`'s
+//! read-only mapping of the page cache, residency asked with `mincore`),
+//! else read into the handler's buffer in one read and copied from there.
 //!
 //! # Invariant W: nobody is left asleep
 //! A fault message for a page in state `INSTALLING` is dropped as a
@@ -68,21 +76,29 @@ use crate::{HandlerMode, PagerError};
 /// Messages read per `read` call.
 const BATCH: usize = 64;
 
-/// Why pages are filled (for the statistics).
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Cause {
-    Demand,
-    FaultAround,
-    Populate,
-}
-
-/// How the source is asked.
+/// How the source is asked for a run of claimed pages (and how the filled
+/// pages are counted).
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Ask {
-    /// Block if need be (the faulting page, `populate`).
+    /// Every page, blocking if need be (`populate`).
     Blocking,
-    /// Only what is available without blocking (fault-around).
+    /// The first page is the faulting one: blocking if need be, counted on
+    /// demand; the others are its window's neighbours, taken only if the
+    /// source has them without blocking, counted as fault-around.
+    Demand,
+    /// Only what the source has without blocking (fault-around).
     NoWait,
+}
+
+/// How a run's `UFFDIO_COPY` ended.
+enum Copied {
+    /// Every page filled, or skipped and woken (present already).
+    Done,
+    /// Stopped: the pages not filled were released and woken.
+    Stopped,
+    /// The kernel could not read the source memory (`EFAULT`: a mapped file
+    /// that shrank) from page `at` on: those pages are still claimed.
+    SourceFault { at: usize },
 }
 
 /// Everything the handler threads share with the [`Pager`](crate::Pager).
@@ -165,21 +181,23 @@ impl Shared {
         }
     }
 
-    /// Marks `n` filled pages from `first` `PRESENT`, stamped (S).
-    fn publish(&self, first: usize, n: usize, cause: Cause) {
+    /// Marks `n` filled pages from `at` `PRESENT`, stamped (S); they belong
+    /// to a run that started at `first`, asked as `ask` (for the counts).
+    fn publish(&self, at: usize, n: usize, first: usize, ask: Ask) {
         let c = &self.counters;
-        c.add(
-            match cause {
-                Cause::Demand => &c.pages_on_demand,
-                Cause::FaultAround => &c.pages_fault_around,
-                Cause::Populate => &c.pages_populated,
-            },
-            n as u64,
-        );
+        match ask {
+            Ask::Blocking => c.add(&c.pages_populated, n as u64),
+            Ask::NoWait => c.add(&c.pages_fault_around, n as u64),
+            Ask::Demand => {
+                let demand = u64::from(at == first && n > 0);
+                c.add(&c.pages_on_demand, demand);
+                c.add(&c.pages_fault_around, n as u64 - demand);
+            }
+        }
         // (S): pairs with the ticket (T) of every handler's next read.
         let stamp = self.reads.fetch_add(0, Ordering::AcqRel);
         let mut lost: Option<(usize, usize)> = None;
-        for p in first..first + n {
+        for p in at..at + n {
             if self.states.publish(p, stamp) || self.minor {
                 continue;
             }
@@ -199,20 +217,75 @@ impl Shared {
         }
     }
 
-    /// Fills the claimed pages `[first, first + n)` from the source (all
-    /// below `source_pages`), asking it as `ask`; wakes whatever it does not
-    /// fill. `scratch` holds at least `n` pages.
-    pub(crate) fn fill_run(
-        &self,
-        first: usize,
-        n: usize,
-        ask: Ask,
-        cause: Cause,
-        scratch: &mut [u8],
-    ) {
-        if self.minor {
-            return self.continue_run(first, n, cause);
+    /// Pages of a request for `len` bytes that an answer of `got` bytes
+    /// covers: whole pages, and the last partial one if `got` reached the
+    /// end of the request (the source's end).
+    fn pages_of(&self, got: usize, len: usize) -> usize {
+        if got >= len {
+            len.div_ceil(self.page)
+        } else {
+            got / self.page
         }
+    }
+
+    /// Fills the claimed pages `[first, first + n)` from the source (all
+    /// below `source_pages`), asking it as `ask`, with one `UFFDIO_COPY`
+    /// for the pages it has (page `first` first: with [`Ask::Demand`] the
+    /// faulting thread is woken by that one copy); wakes whatever it does
+    /// not fill (W). `scratch` holds at least `n` pages.
+    ///
+    /// A source that lives in memory ([`PageSource::memory`]) is copied
+    /// from directly: one copy per page, none through `scratch`. Others, and
+    /// a run holding the source's partial last page, are read into
+    /// `scratch` in one read and copied from there.
+    pub(crate) fn fill_run(&self, first: usize, n: usize, ask: Ask, scratch: &mut [u8]) {
+        if self.minor {
+            return self.continue_run(first, n, ask);
+        }
+        let off = first * self.page;
+        let bytes = n * self.page;
+        let avail = usize::try_from(self.source_len - off as u64).map_or(bytes, |a| a.min(bytes));
+        let partial_end = avail < bytes || avail % self.page != 0;
+        let Some(mem) = self.source.memory().filter(|_| !partial_end) else {
+            return self.fill_from_reads(first, n, ask, scratch);
+        };
+        let ready = match ask {
+            Ask::Blocking => n,
+            Ask::Demand => {
+                1 + self
+                    .source
+                    .resident((off + self.page) as u64, bytes - self.page)
+                    / self.page
+            }
+            Ask::NoWait => self.source.resident(off as u64, bytes) / self.page,
+        };
+        if ready < n {
+            self.release_and_wake(first + ready, n - ready);
+        }
+        if ready == 0 {
+            return;
+        }
+        // The source's own bytes, handed to the kernel (never read here).
+        let src = mem.wrapping_add(off);
+        if let Copied::SourceFault { at } = self.copy_run(first, ready, first, ask, src) {
+            // The mapping could not be read (a file that shrank): read the
+            // rest instead, which reports the real error; the faulting
+            // page, if still unfilled, is asked for blocking.
+            let rest = if at == first {
+                ask
+            } else if ask == Ask::Demand {
+                Ask::NoWait
+            } else {
+                ask
+            };
+            self.fill_from_reads(at, first + ready - at, rest, scratch);
+        }
+    }
+
+    /// [`fill_run`](Self::fill_run) through `scratch`: one read of the run
+    /// (blocking for the pages that must be served, `read_nowait` for the
+    /// rest), then one copy.
+    fn fill_from_reads(&self, first: usize, n: usize, ask: Ask, scratch: &mut [u8]) {
         let off = first * self.page;
         let bytes = n * self.page;
         let avail = usize::try_from(self.source_len - off as u64).map_or(bytes, |a| a.min(bytes));
@@ -228,8 +301,31 @@ impl Shared {
                 .source
                 .read_nowait(off as u64, &mut buf[..avail])
                 .unwrap_or(0),
+            Ask::Demand => {
+                // One read for the whole run if the source has the faulting
+                // page without blocking; else a blocking read of that page
+                // and a non-blocking one of the rest.
+                let head = avail.min(self.page);
+                let got = self
+                    .source
+                    .read_nowait(off as u64, &mut buf[..avail])
+                    .unwrap_or(0);
+                if got >= head {
+                    got
+                } else if let Err(e) = self.source.read_at(off as u64, &mut buf[..head]) {
+                    if n > 1 {
+                        self.release_and_wake(first + 1, n - 1);
+                    }
+                    return self.source_failed(first, 1, off as u64, e);
+                } else {
+                    head + self
+                        .source
+                        .read_nowait((off + head) as u64, &mut buf[head..avail])
+                        .unwrap_or(0)
+                }
+            }
         };
-        let ready = if got >= avail { n } else { got / self.page };
+        let ready = self.pages_of(got, avail);
         if ready < n {
             self.release_and_wake(first + ready, n - ready);
         }
@@ -238,65 +334,91 @@ impl Shared {
         }
         // The part of the last page past the source's end reads zeros.
         buf[avail.min(ready * self.page)..ready * self.page].fill(0);
-        self.copy_run(first, ready, cause, buf);
+        match self.copy_run(first, ready, first, ask, buf.as_ptr()) {
+            Copied::Done | Copied::Stopped => {}
+            // Our own buffer is readable: an EFAULT here means the kernel
+            // refused something else; nothing was filled from `at` on.
+            Copied::SourceFault { at } => {
+                self.report(PagerError::syscall(
+                    "UFFDIO_COPY",
+                    std::io::Error::from_raw_os_error(Errno::FAULT.raw_os_error()),
+                ));
+                self.release_and_wake(at, first + ready - at);
+            }
+        }
     }
 
-    /// One `UFFDIO_COPY` per run, advancing over partial copies.
-    fn copy_run(&self, first: usize, n: usize, cause: Cause, buf: &[u8]) {
+    /// One `UFFDIO_COPY` of the claimed pages `[at, at + n)` from `src`
+    /// (the bytes of page `at`), advancing over partial copies; the run
+    /// started at `first` and was asked as `ask` (for the counts).
+    fn copy_run(&self, at: usize, n: usize, first: usize, ask: Ask, src: *const u8) -> Copied {
         let c = &self.counters;
         let mut done = 0;
         while done < n {
-            let src = &buf[done * self.page..n * self.page];
-            // SAFETY: `src` is our own scratch memory, readable for its length.
+            let len = (n - done) * self.page;
+            // SAFETY (of the call): `src` is either our scratch buffer or
+            // the source's memory; the kernel reads it with copy_from_user,
+            // which fails with EFAULT (handled below) rather than touching
+            // anything it may not, and nothing in Rust aliases it mutably.
             let r = unsafe {
-                self.uffd
-                    .copy(self.page_addr(first + done), src.as_ptr(), src.len())
+                self.uffd.copy(
+                    self.page_addr(at + done),
+                    src.wrapping_add(done * self.page),
+                    len,
+                )
             };
             match r {
                 Ok(Fill::Done) => {
-                    self.publish(first + done, n - done, cause);
+                    self.publish(at + done, n - done, first, ask);
                     done = n;
                 }
                 Ok(Fill::Partial(b)) => {
                     c.add(&c.eagain_partial, 1);
                     let k = b / self.page;
-                    self.publish(first + done, k, cause);
+                    self.publish(at + done, k, first, ask);
                     done += k;
                 }
                 Ok(Fill::Exists) => {
                     // Present already (e.g. a poisoned page): skip and wake it.
                     c.add(&c.eexist, 1);
-                    self.release_and_wake(first + done, 1);
+                    self.release_and_wake(at + done, 1);
                     done += 1;
                 }
                 Ok(Fill::Retry) => {
                     // A discard event is pending: defer (W).
                     c.add(&c.eagain_retry, 1);
-                    return self.release_and_wake(first + done, n - done);
+                    self.release_and_wake(at + done, n - done);
+                    return Copied::Stopped;
+                }
+                Err(e) if e.raw_os_error() == Some(Errno::FAULT.raw_os_error()) => {
+                    return Copied::SourceFault { at: at + done };
                 }
                 Err(e) => {
                     self.report(PagerError::syscall("UFFDIO_COPY", e));
-                    return self.release_and_wake(first + done, n - done);
+                    self.release_and_wake(at + done, n - done);
+                    return Copied::Stopped;
                 }
             }
         }
+        Copied::Done
     }
 
-    /// Minor mode: map the page-cache pages of the run (`UFFDIO_CONTINUE`).
-    fn continue_run(&self, first: usize, n: usize, cause: Cause) {
+    /// Minor mode: map the page-cache pages of the run (`UFFDIO_CONTINUE`),
+    /// page `first` first.
+    fn continue_run(&self, first: usize, n: usize, ask: Ask) {
         let c = &self.counters;
         let mut done = 0;
         while done < n {
             let len = (n - done) * self.page;
             match self.uffd.continue_(self.page_addr(first + done), len) {
                 Ok(Fill::Done) => {
-                    self.publish(first + done, n - done, cause);
+                    self.publish(first + done, n - done, first, ask);
                     done = n;
                 }
                 Ok(Fill::Partial(b)) => {
                     c.add(&c.eagain_partial, 1);
                     let k = b / self.page;
-                    self.publish(first + done, k, cause);
+                    self.publish(first + done, k, first, ask);
                     done += k;
                 }
                 Ok(Fill::Exists) => {
@@ -309,7 +431,14 @@ impl Shared {
                     return self.release_and_wake(first + done, n - done);
                 }
                 Err(e) => {
-                    if cause == Cause::Demand {
+                    // Only the faulting page must be there; a neighbour the
+                    // page cache lacks is simply not mapped.
+                    let must = match ask {
+                        Ask::Blocking => true,
+                        Ask::Demand => done == 0,
+                        Ask::NoWait => false,
+                    };
+                    if must {
                         self.report(PagerError::syscall("UFFDIO_CONTINUE", e));
                     }
                     return self.release_and_wake(first + done, n - done);
@@ -379,7 +508,16 @@ impl Shared {
                 _ if page >= self.source_pages => return self.zero_fill(page),
                 MISSING => {
                     if self.states.claim(page) {
-                        return self.fill_run(page, 1, Ask::Blocking, Cause::Demand, scratch);
+                        // The faulting page and the window's pages after it
+                        // that we can claim, in one run: one copy fills them
+                        // all and wakes the faulting thread.
+                        let window_end = (page & !(self.window_pages - 1)) + self.window_pages;
+                        let end = window_end.min(self.source_pages);
+                        let mut q = page + 1;
+                        while q < end && self.states.claim(q) {
+                            q += 1;
+                        }
+                        return self.fill_run(page, q - page, Ask::Demand, scratch);
                     }
                     // Lost the claim to another installer: look again.
                 }
@@ -420,7 +558,7 @@ impl Shared {
             }
             // `i` is unclaimed (or the end): the next loop turn skips or
             // retries it.
-            self.fill_run(first, i - first, Ask::NoWait, Cause::FaultAround, scratch);
+            self.fill_run(first, i - first, Ask::NoWait, scratch);
         }
     }
 

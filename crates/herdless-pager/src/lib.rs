@@ -11,8 +11,11 @@
 //! userfaultfd, and runs handler threads (seed 000: blocking readers, woken
 //! one per message, or pollers) that fill each faulting page from a
 //! [`PageSource`] ([`FileSource`], [`MemSource`], [`ZeroSource`]) and then
-//! its window's missing neighbours the source has without blocking
-//! (`preadv2(RWF_NOWAIT)` for files: the seed's `fault_nonblock`).
+//! its window's missing neighbours the source has without blocking (for
+//! files, pages the page cache holds: the seed's `fault_nonblock`), the
+//! faulting page and the neighbours after it in one `UFFDIO_COPY`, copied
+//! straight from the source's memory (a `MemSource`'s bytes, a read-only
+//! mapping of a `FileSource`'s file) where it has some.
 //!
 //! ```no_run
 //! use herdless_pager::{FileSource, HandlerMode, Pager};
@@ -42,7 +45,8 @@
 //!
 //! Files: `uffd.rs` (system calls), `page_state.rs` (per-page states),
 //! `handler.rs` (fault path), `pager.rs` (builder, lifecycle),
-//! `source/` (sources), `stats.rs`, `error.rs`.
+//! `source/` (sources; `file_map.rs` the mapping a file is copied from),
+//! `stats.rs`, `error.rs`.
 
 #![warn(missing_docs)]
 

@@ -22,7 +22,7 @@ use std::thread::JoinHandle;
 use linux_raw_sys::general as uapi;
 use rustix::mm::{Advice, MapFlags, ProtFlags};
 
-use crate::handler::{self, Ask, Cause, Shared};
+use crate::handler::{self, Ask, Shared};
 use crate::page_state::PageStates;
 use crate::source::{PageSource, ZeroSource};
 use crate::stats::{Counters, PagerStats};
@@ -516,13 +516,7 @@ impl Pager {
             while i < p1 && i - first < run_max && sh.states.claim(i) {
                 i += 1;
             }
-            sh.fill_run(
-                first,
-                i - first,
-                Ask::Blocking,
-                Cause::Populate,
-                &mut scratch,
-            );
+            sh.fill_run(first, i - first, Ask::Blocking, &mut scratch);
         }
         let after = self.shared.counters.snapshot(&[]).pages_populated;
         Ok(after.saturating_sub(before))

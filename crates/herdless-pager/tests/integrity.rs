@@ -84,7 +84,35 @@ fn sequential_single_thread_fault_counts_are_exact() {
         assert_eq!(st.pages_per_fault(), per_fault as f64);
         assert_eq!(st.per_handler_faults, vec![pages / per_fault]);
         assert_eq!(st.latency.count, st.faults);
+        // The faulting page and its window are one copy: the reader is
+        // woken once the window is in and never faults on a neighbour
+        // still being filled.
+        assert_eq!(st.duplicate_faults, 0, "{st:?}");
     }
+}
+
+#[test]
+fn a_sequential_reader_of_a_mapped_file_faults_once_per_window() {
+    let dir = scratch_dir("file-window");
+    let path = dir.join("source");
+    let src = pattern(REGION, 5);
+    std::fs::write(&path, &src).unwrap(); // just written: in the page cache
+    let Some(pager) = build(
+        Pager::builder(REGION)
+            .source(FileSource::open(&path).unwrap())
+            .fault_around(16 * PAGE),
+    ) else {
+        return;
+    };
+    read_all(&pager, &src, 1, false, 0);
+    pager.settle();
+    let st = pager.stats();
+    let pages = (REGION / PAGE) as u64;
+    assert_eq!(st.faults, pages / 16, "{st:?}");
+    assert_eq!(st.duplicate_faults, 0, "{st:?}");
+    assert_eq!(st.pages_fault_around, pages - pages / 16, "{st:?}");
+    drop(pager);
+    std::fs::remove_dir_all(dir).unwrap();
 }
 
 #[test]

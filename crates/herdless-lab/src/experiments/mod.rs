@@ -3,6 +3,7 @@
 
 use crate::harness::{Experiment, LabError};
 
+pub mod bounce;
 pub mod fault_around;
 pub mod futex_wake;
 pub mod herd;
@@ -13,6 +14,7 @@ pub fn all() -> Vec<Experiment> {
         herd::experiment(),
         futex_wake::experiment(),
         fault_around::experiment(),
+        bounce::experiment(),
     ]
 }
 

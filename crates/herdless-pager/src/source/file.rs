@@ -1,5 +1,7 @@
-//! [`FileSource`]: a file read with `pread`; neighbours only from the page
-//! cache, asked with `preadv2(RWF_NOWAIT)` (seed 002's `fault_nonblock`).
+//! [`FileSource`]: a file, copied into the region straight from a read-only
+//! mapping of it (`file_map.rs`), neighbours only if `mincore` says the page
+//! cache holds them (seed 002's `fault_nonblock`); where the file cannot be
+//! mapped, read with `pread` and `preadv2(RWF_NOWAIT)`.
 
 use std::fs::File;
 use std::io;
@@ -8,6 +10,7 @@ use std::path::{Path, PathBuf};
 
 use rustix::io::{Errno, ReadWriteFlags};
 
+use super::file_map::FileMap;
 use super::PageSource;
 use crate::PagerError;
 
@@ -19,6 +22,7 @@ pub struct FileSource {
     len: u64,
     path: PathBuf,
     shared: bool,
+    map: Option<FileMap>,
 }
 
 impl FileSource {
@@ -47,11 +51,13 @@ impl FileSource {
             });
         }
         let shared = is_shared_memory(&file);
+        let map = FileMap::new(&file, meta.len());
         Ok(FileSource {
             len: meta.len(),
             file,
             path,
             shared,
+            map,
         })
     }
 
@@ -107,5 +113,13 @@ impl PageSource for FileSource {
 
     fn shared_memory(&self) -> Option<BorrowedFd<'_>> {
         self.shared.then(|| self.file.as_fd())
+    }
+
+    fn memory(&self) -> Option<*const u8> {
+        self.map.as_ref().map(FileMap::addr)
+    }
+
+    fn resident(&self, offset: u64, len: usize) -> usize {
+        self.map.as_ref().map_or(0, |m| m.resident(offset, len))
     }
 }

@@ -39,4 +39,8 @@ impl PageSource for MemSource {
         buf.copy_from_slice(src);
         Ok(())
     }
+
+    fn memory(&self) -> Option<*const u8> {
+        Some(self.bytes.as_ptr())
+    }
 }

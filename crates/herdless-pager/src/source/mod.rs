@@ -6,6 +6,7 @@
 //! blocking* (`fault_nonblock`, for the neighbours fault-around maps).
 
 mod file;
+mod file_map;
 mod mem;
 mod zero;
 
@@ -43,5 +44,28 @@ pub trait PageSource: Send + Sync + 'static {
     /// if any: what minor-fault mode maps.
     fn shared_memory(&self) -> Option<BorrowedFd<'_>> {
         None
+    }
+
+    /// The address of byte 0 of the source in this process's memory, if the
+    /// source lives there ([`MemSource`]'s bytes, a [`FileSource`]'s
+    /// read-only mapping): the pager then hands the kernel the source's own
+    /// bytes (`UFFDIO_COPY` from here), one copy instead of a read into a
+    /// buffer and a copy out of it. The address must stay valid for
+    /// [`len`](PageSource::len) bytes while the source lives.
+    ///
+    /// The pager never reads through this address itself, so it is not an
+    /// `unsafe` promise: the kernel checks it (`EFAULT`, upon which the
+    /// pager falls back to [`read_at`](PageSource::read_at), which reports
+    /// the real error, e.g. a file truncated under the pager).
+    fn memory(&self) -> Option<*const u8> {
+        None
+    }
+
+    /// With [`memory`](PageSource::memory): how many bytes from `offset`
+    /// (page-aligned, at most `len`) can be copied from it without blocking
+    /// (a file's pages in the page cache). The default says all of them.
+    fn resident(&self, offset: u64, len: usize) -> usize {
+        let _ = offset;
+        len
     }
 }
