@@ -169,3 +169,46 @@ fn epoll_smoke_measures_every_variant_without_errors() {
         }
     }
 }
+
+#[test]
+fn fault_around_smoke_measures_every_variant_without_errors() {
+    let exp = experiments::find("fault-around").unwrap();
+    let opts = RunOptions::new(Suite::Smoke);
+    let result = run_experiment(&exp, &opts).unwrap();
+    let report = Report::new(Machine::detect(), &opts, SystemTime::now(), vec![result]);
+    let exp = &report.experiments[0];
+    for section in &exp.sections {
+        let names: Vec<&str> = section.variants.iter().map(|v| v.name.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "window-4k",
+                "window-16k",
+                "window-64k",
+                "minor-64k",
+                "kernel-mmap"
+            ]
+        );
+        for case in &section.cases {
+            for cell in &case.cells {
+                assert!(
+                    cell.errors.is_empty(),
+                    "{} at {}: {:?}",
+                    cell.variant,
+                    case.label,
+                    cell.errors
+                );
+                // Faults: 16 pages per fault with the 64 KiB window, one
+                // without fault-around (single-threaded, sequential).
+                if case.label == "1" && !section.title.starts_with("random") {
+                    let ppf = cell.metrics["pages_per_fault"].median;
+                    match cell.variant.as_str() {
+                        "window-4k" => assert_eq!(ppf, 1.0),
+                        "window-64k" | "minor-64k" => assert_eq!(ppf, 16.0),
+                        _ => {}
+                    }
+                }
+            }
+        }
+    }
+}

@@ -1,7 +1,64 @@
 //! # herdless-pager (seed 002, with seed 000's handler threads)
 //!
-//! A userfaultfd pager with fault-around: on one page fault, install the
-//! faulting page and then the neighbouring pages of an aligned window that the
-//! source can provide without blocking. Pending its own issue, this crate
-//! holds no code yet: the workspace layout is fixed so that the lab and CI
-//! already build it.
+//! A userfaultfd pager with fault-around. Seed 002 ("mm: map few pages
+//! around fault address if they are in page cache", Shutemov 2014) cut page
+//! faults by mapping, on one fault, the neighbouring pages of an aligned
+//! window that the page cache has without blocking. User-space pagers
+//! (snapshot restore, lazy loading, post-copy migration) mostly serve one
+//! page per fault; this one serves the window.
+//!
+//! A [`Pager`] maps a region of `len` bytes, registers it with a
+//! userfaultfd, and runs handler threads (seed 000: blocking readers, woken
+//! one per message, or pollers) that fill each faulting page from a
+//! [`PageSource`] ([`FileSource`], [`MemSource`], [`ZeroSource`]) and then
+//! its window's missing neighbours the source has without blocking (for
+//! files, pages the page cache holds: the seed's `fault_nonblock`), the
+//! faulting page and the neighbours after it in one `UFFDIO_COPY`, copied
+//! straight from the source's memory (a `MemSource`'s bytes, a read-only
+//! mapping of a `FileSource`'s file) where it has some.
+//!
+//! ```no_run
+//! use herdless_pager::{FileSource, HandlerMode, Pager};
+//! let pager = Pager::builder(1 << 20)
+//!     .source(FileSource::open("/var/tmp/snapshot")?)
+//!     .fault_around(64 << 10)
+//!     .handlers(2)
+//!     .mode(HandlerMode::BlockingRead)
+//!     .build()?;
+//! let mut first = [0u8; 16];
+//! pager.read(0, &mut first)?;
+//! println!("{:?}", pager.stats());
+//! # Ok::<(), herdless_pager::PagerError>(())
+//! ```
+//!
+//! # Contract (DESIGN.md, contract 7)
+//! Fault-around never changes what the faulting access sees, never maps
+//! past the end of the source (past it the region reads zeros), never
+//! overwrites a page already present (`UFFDIO_COPY` refuses, and the
+//! per-page state of `page_state.rs` keeps two threads from filling one
+//! page), and never resurrects discarded data: a `MADV_DONTNEED`d page
+//! reads as zeros (see `handler.rs` for the race with an in-flight fill).
+//! A failed source read poisons the faulting page (`SIGBUS` on access,
+//! where the kernel has `UFFDIO_POISON`) and is reported, never left
+//! hanging. See `pager.rs` for shutdown and why a pager cannot be dropped
+//! while threads fault on it.
+//!
+//! Files: `uffd.rs` (system calls), `page_state.rs` (per-page states),
+//! `handler.rs` (fault path), `pager.rs` (builder, lifecycle),
+//! `source/` (sources; `file_map.rs` the mapping a file is copied from),
+//! `stats.rs`, `error.rs`.
+
+#![warn(missing_docs)]
+
+mod error;
+mod handler;
+mod page_state;
+mod pager;
+mod source;
+mod stats;
+mod uffd;
+
+pub use error::PagerError;
+pub use pager::{HandlerMode, Pager, PagerBuilder, DEFAULT_FAULT_AROUND};
+pub use source::{FileSource, MemSource, PageSource, ZeroSource};
+pub use stats::{Latency, PagerStats};

@@ -3,7 +3,9 @@
 
 use crate::harness::{Experiment, LabError};
 
+pub mod bounce;
 pub mod epoll;
+pub mod fault_around;
 pub mod futex_wake;
 pub mod herd;
 pub mod rwsem;
@@ -11,10 +13,12 @@ pub mod rwsem;
 /// Every experiment, in the order `all` runs them.
 pub fn all() -> Vec<Experiment> {
     vec![
+        futex_wake::experiment(),
         herd::experiment(),
         rwsem::experiment(),
-        futex_wake::experiment(),
         epoll::experiment(),
+        fault_around::experiment(),
+        bounce::experiment(),
     ]
 }
 

@@ -1,0 +1,347 @@
+//! `fault-around` (seed 002, "mm: map few pages around fault address if
+//! they are in page cache", Shutemov 2014): the usemem shape. T threads
+//! (1, 2, 8) read a file-backed region, sequentially (each thread its own
+//! contiguous share) or randomly (each its pages in a shuffled order),
+//! summing every word and checking the sum against the file's.
+//!
+//! Variants, in one run on the same file:
+//! - `window-4k` (before): [`Pager`] with fault-around off, one page per fault;
+//! - `window-16k`, `window-64k` (after): the window the seed maps;
+//! - `minor-64k`: minor-fault mode (`UFFDIO_CONTINUE` over the window,
+//!   zero-copy) on the same tmpfs file;
+//! - `kernel-mmap` (kernel): the kernel's own `mmap` of the file, with its
+//!   own fault-around.
+//!
+//! The file lives in tmpfs (`/dev/shm`, else the temp dir) so that it is in
+//! the page cache and minor mode can map it; it is written and read once
+//! before any timing, unlinked at once (the lab keeps an open descriptor)
+//! so nothing is left behind.
+//!
+//! Sizes: smoke 8 MiB; quick 64 MiB (16384 pages, 1024 windows of 64 KiB:
+//! enough faults that per-fault and per-page costs separate, and the whole
+//! experiment stays under 30 s on 2 cores; random runs at 1 and 8 threads
+//! only); full 256 MiB at 1, 2 and 8 threads in both orders.
+//!
+//! Metrics: time, the pager's faults (fault messages served; for the kernel
+//! variant the readers' minor faults), pages per fault (pager stats), and
+//! `kernel_faults`, the readers' minor faults from `getrusage`.
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::io::Write;
+use std::os::fd::AsFd;
+use std::sync::{Mutex, OnceLock};
+
+use herdless_pager::{FileSource, HandlerMode, Pager};
+use serde::Serialize;
+
+use crate::harness::{
+    gang, Case, Experiment, LabError, Metric, PerSuite, Ratio, Role, Sample, Section, Variant,
+};
+
+const PAGE: usize = 4096;
+
+/// Parameters of one row.
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct Params {
+    /// Reader threads.
+    pub threads: usize,
+    /// Random page order instead of sequential shares.
+    pub random: bool,
+    /// Region (and file) size in bytes.
+    pub bytes: usize,
+}
+
+/// How a variant maps the file.
+#[derive(Clone, Copy, Debug)]
+enum How {
+    Pager { window: usize, minor: bool },
+    Kernel,
+}
+
+/// The experiment.
+pub fn experiment() -> Experiment {
+    Experiment::new(
+        "fault-around",
+        "seed 002, mm: map few pages around fault address if they are in page cache \
+         (Shutemov, 2014): a userfaultfd pager mapping a 64 KiB window per fault",
+    )
+    .section(
+        section(
+            "sequential (targets at 1 thread: 4k/64k time ≥ 3, minor-64k/kernel ≤ 1.5)",
+            false,
+            &[1, 2, 8],
+        )
+        .ratio(
+            Ratio::of("window-4k", "window-64k")
+                .at_least(3.0)
+                .at_case("1"),
+        )
+        .ratio(
+            Ratio::of("minor-64k", "kernel-mmap")
+                .at_most(1.5)
+                .at_case("1"),
+        )
+        .ratio(Ratio::of("window-64k", "kernel-mmap")),
+    )
+    .section(
+        section("random", true, &[1, 8])
+            .ratio(Ratio::of("window-4k", "window-64k"))
+            .ratio(Ratio::of("minor-64k", "kernel-mmap")),
+    )
+}
+
+/// A section; `quick` lists the quick suite's thread counts.
+fn section(title: &'static str, random: bool, quick: &[usize]) -> Section<Params> {
+    let cases = |threads: &[usize], bytes: usize| {
+        threads
+            .iter()
+            .map(|&t| {
+                Case::new(
+                    t.to_string(),
+                    Params {
+                        threads: t,
+                        random,
+                        bytes,
+                    },
+                )
+            })
+            .collect::<Vec<_>>()
+    };
+    let mut s = Section::new(
+        title,
+        "threads",
+        PerSuite {
+            smoke: cases(&[1, 2], 8 << 20),
+            quick: cases(quick, 64 << 20),
+            full: cases(&[1, 2, 8], 256 << 20),
+        },
+    )
+    .metric(Metric::lower("time_ms", "ms"))
+    .metric(Metric::lower("faults", "faults"))
+    .metric(Metric::higher("pages_per_fault", "pages"))
+    .metric(Metric::lower("kernel_faults", "faults"));
+    let variants: [(&'static str, Role, How); 5] = [
+        (
+            "window-4k",
+            Role::Before,
+            How::Pager {
+                window: 4 << 10,
+                minor: false,
+            },
+        ),
+        (
+            "window-16k",
+            Role::Peer,
+            How::Pager {
+                window: 16 << 10,
+                minor: false,
+            },
+        ),
+        (
+            "window-64k",
+            Role::After,
+            How::Pager {
+                window: 64 << 10,
+                minor: false,
+            },
+        ),
+        (
+            "minor-64k",
+            Role::Peer,
+            How::Pager {
+                window: 64 << 10,
+                minor: true,
+            },
+        ),
+        ("kernel-mmap", Role::Kernel, How::Kernel),
+    ];
+    for (name, role, how) in variants {
+        s = s.variant(Variant::new(name, role, move |case| measure(how, case)));
+    }
+    s
+}
+
+/// The backing file of `bytes` bytes (written once per size, unlinked at
+/// once) and the wrapping sum of its little-endian words.
+fn backing(bytes: usize) -> Result<(File, u64), LabError> {
+    static FILES: OnceLock<Mutex<HashMap<usize, (File, u64)>>> = OnceLock::new();
+    let files = FILES.get_or_init(|| Mutex::new(HashMap::new()));
+    let mut files = files
+        .lock()
+        .map_err(|_| LabError::Panicked("the backing-file table".into()))?;
+    if let Some((f, sum)) = files.get(&bytes) {
+        let f = f
+            .try_clone()
+            .map_err(|e| LabError::os("dup backing file", e))?;
+        return Ok((f, *sum));
+    }
+    let dir = std::path::Path::new("/dev/shm");
+    let dir = if dir.is_dir() {
+        dir.to_path_buf()
+    } else {
+        std::env::temp_dir()
+    };
+    let path = dir.join(format!(
+        "herdless-lab-fault-around-{}-{bytes}",
+        std::process::id()
+    ));
+    let os = |what: &str| {
+        let what = format!("{what} {}", path.display());
+        move |e| LabError::os(what, e)
+    };
+    let mut file = File::options()
+        .read(true)
+        .write(true)
+        .create_new(true)
+        .open(&path)
+        .map_err(os("creating"))?;
+    // Unlinked at once: the descriptor keeps it; nothing is left behind.
+    std::fs::remove_file(&path).map_err(os("unlinking"))?;
+    let mut sum = 0u64;
+    let mut chunk = vec![0u8; 1 << 20];
+    let mut word = 0u64;
+    for c in 0..bytes / chunk.len().min(bytes) {
+        for (k, w) in chunk.chunks_exact_mut(8).enumerate() {
+            word = word
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407 ^ (c * 131_072 + k) as u64);
+            w.copy_from_slice(&word.to_le_bytes());
+            sum = sum.wrapping_add(word);
+        }
+        file.write_all(&chunk[..chunk.len().min(bytes)])
+            .map_err(os("writing"))?;
+    }
+    file.flush().map_err(os("flushing"))?;
+    let copy = file.try_clone().map_err(os("dup"))?;
+    files.insert(bytes, (file, sum));
+    Ok((copy, sum))
+}
+
+/// Wrapping sum of the words of pages `pages` of `base`.
+fn sum_pages(base: usize, pages: impl Iterator<Item = usize>) -> u64 {
+    let mut sum = 0u64;
+    for p in pages {
+        let page = (base + p * PAGE) as *const u64;
+        for w in 0..PAGE / 8 {
+            // SAFETY: the page lies in a mapping that outlives the gang (the
+            // pager or the kernel mmap below); reads fault pages in.
+            sum = sum.wrapping_add(u64::from_le(unsafe {
+                std::ptr::read_volatile(page.add(w))
+            }));
+        }
+    }
+    sum
+}
+
+/// Page order of thread `t` of `threads` over `pages` pages.
+fn share(t: usize, threads: usize, pages: usize, random: bool) -> Vec<usize> {
+    let per = pages / threads;
+    let mut mine: Vec<usize> = (t * per..if t + 1 == threads {
+        pages
+    } else {
+        (t + 1) * per
+    })
+        .collect();
+    if random {
+        let mut x = 0x2545_F491_4F6C_DD1D_u64 ^ (t as u64 + 1);
+        for i in (1..mine.len()).rev() {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            mine.swap(i, (x % (i as u64 + 1)) as usize);
+        }
+    }
+    mine
+}
+
+fn measure(how: How, case: &Case<Params>) -> Result<Sample, LabError> {
+    let Params {
+        threads,
+        random,
+        bytes,
+    } = case.params;
+    let (file, want) = backing(bytes)?;
+    let pages = bytes / PAGE;
+    let pager_err = |e: herdless_pager::PagerError| LabError::Sample(format!("pager: {e}"));
+
+    // Keep the mapping alive across the gang.
+    enum Map {
+        Pager(Pager),
+        Kernel(*mut std::ffi::c_void),
+    }
+    let map = match how {
+        How::Pager { window, minor } => {
+            let source =
+                FileSource::from_file(file, "fault-around backing file").map_err(pager_err)?;
+            Map::Pager(
+                Pager::builder(bytes)
+                    .source(source)
+                    .fault_around(window)
+                    .minor_faults(minor)
+                    .handlers(threads.min(2))
+                    .mode(HandlerMode::BlockingRead)
+                    .build()
+                    .map_err(pager_err)?,
+            )
+        }
+        How::Kernel => {
+            // SAFETY: a fresh read-only shared mapping of our own file.
+            let p = unsafe {
+                rustix::mm::mmap(
+                    std::ptr::null_mut(),
+                    bytes,
+                    rustix::mm::ProtFlags::READ,
+                    rustix::mm::MapFlags::SHARED,
+                    file.as_fd(),
+                    0,
+                )
+            }
+            .map_err(|e| LabError::os("mmap of the backing file", e.into()))?;
+            Map::Kernel(p)
+        }
+    };
+    let base = match &map {
+        Map::Pager(p) => p.as_ptr() as usize,
+        Map::Kernel(p) => *p as usize,
+    };
+    let sums: Vec<std::sync::atomic::AtomicU64> = (0..threads)
+        .map(|_| std::sync::atomic::AtomicU64::new(0))
+        .collect();
+    let run = gang(threads, |t| {
+        let s = sum_pages(base, share(t, threads, pages, random).into_iter());
+        sums[t].store(s, std::sync::atomic::Ordering::Relaxed);
+    });
+    let (faults, ppf) = match &map {
+        Map::Pager(p) => {
+            p.settle();
+            let st = p.stats();
+            (st.faults as f64, st.pages_per_fault())
+        }
+        Map::Kernel(_) => (f64::NAN, f64::NAN),
+    };
+    if let Map::Kernel(p) = map {
+        // SAFETY: our mapping, unmapped once, after the gang joined.
+        let _ = unsafe { rustix::mm::munmap(p, bytes) };
+    }
+    let run = run?;
+    let got = sums.iter().fold(0u64, |a, s| {
+        a.wrapping_add(s.load(std::sync::atomic::Ordering::Relaxed))
+    });
+    if got != want {
+        return Err(LabError::Sample(format!(
+            "checksum {got:#x}, the file's is {want:#x}: a page was served wrong"
+        )));
+    }
+    let kernel_faults = run.usage.minor_faults as f64;
+    let mut s = Sample::new()
+        .with("time_ms", run.wall.as_secs_f64() * 1e3)
+        .with("kernel_faults", kernel_faults);
+    if faults.is_nan() {
+        s = s.with("faults", kernel_faults);
+        s = s.with("pages_per_fault", pages as f64 / kernel_faults.max(1.0));
+    } else {
+        s = s.with("faults", faults).with("pages_per_fault", ppf);
+    }
+    Ok(s)
+}

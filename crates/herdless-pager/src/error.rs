@@ -1,0 +1,137 @@
+//! The pager's one error type: every bad input and every failure the pager
+//! can report is a variant here, with a message that says what to do.
+
+use std::io;
+use std::path::PathBuf;
+
+use thiserror::Error;
+
+/// What can go wrong building or running a [`Pager`](crate::Pager).
+#[derive(Debug, Error)]
+pub enum PagerError {
+    /// The region length is zero.
+    #[error("the region length is zero; a pager serves at least one page")]
+    ZeroLength,
+    /// The region length is not a multiple of the page size.
+    #[error("the region length {len} is not a multiple of the page size {page}")]
+    LengthNotPageMultiple {
+        /// The length asked for.
+        len: usize,
+        /// The system page size.
+        page: usize,
+    },
+    /// The fault-around window is not a power of two.
+    #[error("the fault-around window {window} is not a power of two")]
+    WindowNotPowerOfTwo {
+        /// The window asked for, in bytes.
+        window: usize,
+    },
+    /// The fault-around window is smaller than a page.
+    #[error(
+        "the fault-around window {window} is smaller than a page ({page}); one page means off"
+    )]
+    WindowTooSmall {
+        /// The window asked for, in bytes.
+        window: usize,
+        /// The system page size.
+        page: usize,
+    },
+    /// Zero handler threads were asked for.
+    #[error("a pager needs at least one handler thread")]
+    NoHandlers,
+    /// The source is shorter than the region and the builder was told to
+    /// refuse that ([`PagerBuilder::require_full_source`](crate::PagerBuilder::require_full_source)).
+    #[error("the source holds {source_len} bytes, shorter than the {region_len}-byte region")]
+    SourceShorterThanRegion {
+        /// Bytes in the source.
+        source_len: u64,
+        /// Bytes in the region.
+        region_len: usize,
+    },
+    /// A source file could not be opened or inspected (missing, unreadable,
+    /// not a regular file).
+    #[error("cannot open the source file {}: {source}", path.display())]
+    SourceOpen {
+        /// The file.
+        path: PathBuf,
+        /// The error from the system.
+        source: io::Error,
+    },
+    /// Reading the source failed while serving a fault. The faulting access
+    /// was answered with a poisoned page (`SIGBUS`, as a failed read of an
+    /// `mmap`ed file) where the kernel supports `UFFDIO_POISON`, or with
+    /// zeros where it does not.
+    #[error("reading the source at offset {offset} failed: {source}")]
+    SourceRead {
+        /// Byte offset in the source.
+        offset: u64,
+        /// The error.
+        source: io::Error,
+    },
+    /// The kernel refused to create a userfaultfd.
+    #[error(
+        "userfaultfd is unavailable ({source}). Choices: run as root or with CAP_SYS_PTRACE; \
+         or let unprivileged users in with `sysctl vm.unprivileged_userfaultfd=1`; \
+         or build the pager with `.user_mode_only(true)` (UFFD_USER_MODE_ONLY, Linux 5.11+: \
+         then system calls that write into a missing page fail with EFAULT instead of faulting); \
+         or grant access to /dev/userfaultfd"
+    )]
+    UserfaultfdUnavailable {
+        /// The error from `userfaultfd(2)`.
+        source: io::Error,
+    },
+    /// The kernel lacks a userfaultfd feature this configuration needs.
+    #[error("this kernel's userfaultfd lacks {feature}, which {needed_for} needs")]
+    FeatureUnsupported {
+        /// The feature (e.g. `UFFD_FEATURE_MINOR_SHMEM`).
+        feature: &'static str,
+        /// What asked for it.
+        needed_for: &'static str,
+    },
+    /// Minor-fault mode was asked for with a source that does not live in
+    /// shared memory.
+    #[error("minor-fault mode needs a source in shared memory (a memfd or a tmpfs file)")]
+    MinorNeedsSharedMemory,
+    /// A system call the pager depends on failed.
+    #[error("{op}: {source}")]
+    Syscall {
+        /// What the pager was doing.
+        op: &'static str,
+        /// The error.
+        source: io::Error,
+    },
+    /// A handler thread touched the region it serves (for instance a
+    /// `PageSource` reading from it). Another handler served the fault; with
+    /// a single handler this would have been a deadlock.
+    #[error("handler thread {handler} touched the region it serves, at offset {offset:#x}")]
+    HandlerTouchedRegion {
+        /// Index of the handler.
+        handler: usize,
+        /// Offset of the access in the region.
+        offset: usize,
+    },
+    /// A range given to [`Pager::discard`](crate::Pager::discard) or
+    /// [`Pager::populate`](crate::Pager::populate) is out of the region or
+    /// not page-aligned.
+    #[error("range {offset:#x}+{len:#x} is not a page-aligned range inside the {region_len:#x}-byte region")]
+    BadRange {
+        /// Start offset.
+        offset: usize,
+        /// Length.
+        len: usize,
+        /// The region's length.
+        region_len: usize,
+    },
+    /// A handler thread panicked (a bug in a `PageSource` or in the pager).
+    #[error("handler thread {0} panicked")]
+    HandlerPanicked(usize),
+}
+
+impl PagerError {
+    pub(crate) fn syscall(op: &'static str, e: impl Into<io::Error>) -> Self {
+        PagerError::Syscall {
+            op,
+            source: e.into(),
+        }
+    }
+}

@@ -1,0 +1,125 @@
+//! [`FileSource`]: a file, copied into the region straight from a read-only
+//! mapping of it (`file_map.rs`), neighbours only if `mincore` says the page
+//! cache holds them (seed 002's `fault_nonblock`); where the file cannot be
+//! mapped, read with `pread` and `preadv2(RWF_NOWAIT)`.
+
+use std::fs::File;
+use std::io;
+use std::os::fd::{AsFd, BorrowedFd};
+use std::path::{Path, PathBuf};
+
+use rustix::io::{Errno, ReadWriteFlags};
+
+use super::file_map::FileMap;
+use super::PageSource;
+use crate::PagerError;
+
+/// A regular file. Its length is taken when it is opened; if it later
+/// shrinks, reads past the new end fail and the pager reports them.
+#[derive(Debug)]
+pub struct FileSource {
+    file: File,
+    len: u64,
+    path: PathBuf,
+    shared: bool,
+    map: Option<FileMap>,
+}
+
+impl FileSource {
+    /// Opens `path` read-only.
+    pub fn open(path: impl AsRef<Path>) -> Result<Self, PagerError> {
+        let path = path.as_ref();
+        let err = |source| PagerError::SourceOpen {
+            path: path.to_path_buf(),
+            source,
+        };
+        let file = File::open(path).map_err(err)?;
+        Self::from_file(file, path)
+    }
+
+    /// Wraps an open file (e.g. a memfd); `name` is used in messages.
+    pub fn from_file(file: File, name: impl AsRef<Path>) -> Result<Self, PagerError> {
+        let path = name.as_ref().to_path_buf();
+        let meta = file.metadata().map_err(|source| PagerError::SourceOpen {
+            path: path.clone(),
+            source,
+        })?;
+        if !meta.is_file() {
+            return Err(PagerError::SourceOpen {
+                path,
+                source: io::Error::new(io::ErrorKind::InvalidInput, "not a regular file"),
+            });
+        }
+        let shared = is_shared_memory(&file);
+        let map = FileMap::new(&file, meta.len());
+        Ok(FileSource {
+            len: meta.len(),
+            file,
+            path,
+            shared,
+            map,
+        })
+    }
+
+    /// The file's path (or name).
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+/// Whether `file` lives in shmem (tmpfs, memfd), which minor mode can map.
+fn is_shared_memory(file: &File) -> bool {
+    const TMPFS_MAGIC: i64 = 0x0102_1994;
+    rustix::fs::fstatfs(file).is_ok_and(|s| s.f_type == TMPFS_MAGIC)
+}
+
+impl PageSource for FileSource {
+    fn len(&self) -> u64 {
+        self.len
+    }
+
+    fn read_at(&self, offset: u64, mut buf: &mut [u8]) -> io::Result<()> {
+        let mut at = offset;
+        while !buf.is_empty() {
+            match rustix::io::pread(&self.file, &mut *buf, at) {
+                Ok(0) => return Err(io::ErrorKind::UnexpectedEof.into()),
+                Ok(n) => {
+                    buf = &mut buf[n..];
+                    at += n as u64;
+                }
+                Err(Errno::INTR) => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Ok(())
+    }
+
+    fn read_nowait(&self, offset: u64, buf: &mut [u8]) -> io::Result<usize> {
+        let mut slices = [io::IoSliceMut::new(buf)];
+        match rustix::io::preadv2(&self.file, &mut slices, offset, ReadWriteFlags::NOWAIT) {
+            Ok(n) => Ok(n),
+            // tmpfs (as of 6.18) refuses RWF_NOWAIT, but its page cache is
+            // the file: a read blocks only to swap a page back in. Read it.
+            Err(Errno::OPNOTSUPP) if self.shared => {
+                self.read_at(offset, buf)?;
+                Ok(buf.len())
+            }
+            // Not in the page cache (or the file system cannot say without
+            // blocking): nothing is available.
+            Err(Errno::AGAIN | Errno::OPNOTSUPP | Errno::INTR) => Ok(0),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    fn shared_memory(&self) -> Option<BorrowedFd<'_>> {
+        self.shared.then(|| self.file.as_fd())
+    }
+
+    fn memory(&self) -> Option<*const u8> {
+        self.map.as_ref().map(FileMap::addr)
+    }
+
+    fn resident(&self, offset: u64, len: usize) -> usize {
+        self.map.as_ref().map_or(0, |m| m.resident(offset, len))
+    }
+}

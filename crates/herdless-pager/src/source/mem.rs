@@ -1,0 +1,46 @@
+//! [`MemSource`]: bytes held in memory.
+
+use std::io;
+use std::sync::Arc;
+
+use super::PageSource;
+
+/// Bytes in memory (shared, so many pagers can serve one snapshot).
+#[derive(Clone, Debug)]
+pub struct MemSource {
+    bytes: Arc<[u8]>,
+}
+
+impl MemSource {
+    /// A source holding `bytes`.
+    pub fn new(bytes: impl Into<Arc<[u8]>>) -> Self {
+        MemSource {
+            bytes: bytes.into(),
+        }
+    }
+
+    /// The bytes.
+    pub fn bytes(&self) -> &[u8] {
+        &self.bytes
+    }
+}
+
+impl PageSource for MemSource {
+    fn len(&self) -> u64 {
+        self.bytes.len() as u64
+    }
+
+    fn read_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<()> {
+        let start = usize::try_from(offset).map_err(|_| io::ErrorKind::InvalidInput)?;
+        let src = start
+            .checked_add(buf.len())
+            .and_then(|end| self.bytes.get(start..end))
+            .ok_or(io::ErrorKind::UnexpectedEof)?;
+        buf.copy_from_slice(src);
+        Ok(())
+    }
+
+    fn memory(&self) -> Option<*const u8> {
+        Some(self.bytes.as_ptr())
+    }
+}

@@ -1,0 +1,71 @@
+//! Where the pager's pages come from.
+//!
+//! A [`PageSource`] answers two questions, as the page cache does for the
+//! kernel's fault path in seed 002: *read this range, blocking if you must*
+//! (the faulting page) and *give me this range only if you have it without
+//! blocking* (`fault_nonblock`, for the neighbours fault-around maps).
+
+mod file;
+mod file_map;
+mod mem;
+mod zero;
+
+use std::io;
+use std::os::fd::BorrowedFd;
+
+pub use file::FileSource;
+pub use mem::MemSource;
+pub use zero::ZeroSource;
+
+/// The bytes behind a pager's region. Byte `i` of the region is byte `i` of
+/// the source; past [`len`](PageSource::len) the region reads zeros.
+pub trait PageSource: Send + Sync + 'static {
+    /// Bytes in the source.
+    fn len(&self) -> u64;
+
+    /// Whether the source is empty.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Fills `buf` from `offset`, blocking if need be. The pager only asks
+    /// for ranges inside `0..len()`. A short read is an error.
+    fn read_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<()>;
+
+    /// Fills a prefix of `buf` from `offset` with what is available without
+    /// blocking and returns its length (0: nothing is). The default says
+    /// everything is (memory-like sources).
+    fn read_nowait(&self, offset: u64, buf: &mut [u8]) -> io::Result<usize> {
+        self.read_at(offset, buf)?;
+        Ok(buf.len())
+    }
+
+    /// The shared-memory file (memfd or tmpfs) holding the bytes at offset 0,
+    /// if any: what minor-fault mode maps.
+    fn shared_memory(&self) -> Option<BorrowedFd<'_>> {
+        None
+    }
+
+    /// The address of byte 0 of the source in this process's memory, if the
+    /// source lives there ([`MemSource`]'s bytes, a [`FileSource`]'s
+    /// read-only mapping): the pager then hands the kernel the source's own
+    /// bytes (`UFFDIO_COPY` from here), one copy instead of a read into a
+    /// buffer and a copy out of it. The address must stay valid for
+    /// [`len`](PageSource::len) bytes while the source lives.
+    ///
+    /// The pager never reads through this address itself, so it is not an
+    /// `unsafe` promise: the kernel checks it (`EFAULT`, upon which the
+    /// pager falls back to [`read_at`](PageSource::read_at), which reports
+    /// the real error, e.g. a file truncated under the pager).
+    fn memory(&self) -> Option<*const u8> {
+        None
+    }
+
+    /// With [`memory`](PageSource::memory): how many bytes from `offset`
+    /// (page-aligned, at most `len`) can be copied from it without blocking
+    /// (a file's pages in the page cache). The default says all of them.
+    fn resident(&self, offset: u64, len: usize) -> usize {
+        let _ = offset;
+        len
+    }
+}
