@@ -87,15 +87,15 @@ pub fn experiment() -> Experiment {
             .ratio(
                 Ratio::of(ATOMIC_AFTER, PARKING_LOT)
                     .at_least(1.0)
-                    .at_case("8"),
-            )
-            .ratio(
-                Ratio::of(ATOMIC_AFTER, PARKING_LOT)
-                    .at_least(1.0)
+                    .at_case("8")
                     .at_case("16"),
             )
-            .ratio(Ratio::of(ATOMIC_AFTER, STD).at_least(1.0).at_case("8"))
-            .ratio(Ratio::of(ATOMIC_AFTER, STD).at_least(1.0).at_case("16"))
+            .ratio(
+                Ratio::of(ATOMIC_AFTER, STD)
+                    .at_least(1.0)
+                    .at_case("8")
+                    .at_case("16"),
+            )
             .ratio(Ratio::of(ATOMIC_AFTER, PTHREAD)),
     )
 }
