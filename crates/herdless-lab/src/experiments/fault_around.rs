@@ -35,6 +35,7 @@ use std::sync::{Mutex, OnceLock};
 use herdless_pager::{FileSource, HandlerMode, Pager};
 use serde::Serialize;
 
+use crate::harness::affinity::{allowed_cpus, Pin};
 use crate::harness::{
     gang, Case, Experiment, LabError, Metric, PerSuite, Ratio, Role, Sample, Section, Variant,
 };
@@ -263,6 +264,18 @@ fn measure(how: How, case: &Case<Params>) -> Result<Sample, LabError> {
     } = case.params;
     let (file, want) = backing(bytes)?;
     let pages = bytes / PAGE;
+    // One reader: it and the pager's handler share one CPU (threads
+    // inherit the pin, so the handlers and the gang's worker get it), for
+    // every variant alike. Otherwise each fault costs two wakeups of a
+    // thread sleeping on the *other*, idle CPU, and on this kind of VM an
+    // idle CPU takes ~40-50 µs to wake: the 1-thread rows then measured
+    // the hypervisor's idle exit, ~100 µs per fault, not the pager.
+    let _pin = if threads == 1 {
+        let cpus = allowed_cpus()?;
+        Some(Pin::current_to(&cpus[..cpus.len().min(1)])?)
+    } else {
+        None
+    };
     let pager_err = |e: herdless_pager::PagerError| LabError::Sample(format!("pager: {e}"));
 
     // Keep the mapping alive across the gang.
