@@ -12,15 +12,18 @@ use clap::Parser;
 
 use herdless_lab::experiments;
 use herdless_lab::harness::report::Machine;
-use herdless_lab::harness::{plot, run_experiment, table, LabError, Report, RunOptions, Suite};
+use herdless_lab::harness::{
+    plot, run_experiment, summary, table, LabError, Report, RunOptions, Suite,
+};
 
 /// Reproduces the seeds' experiments: herdless before and after each patch,
 /// the kernel's own mechanism and the best library, in one run.
 #[derive(Debug, Parser)]
 #[command(name = "herdless-lab", version)]
 struct Cli {
-    /// An experiment name, `all` to run every experiment, `list`, or
-    /// `check-json FILE` to validate a results file written by `--json`.
+    /// An experiment name, `all` to run every experiment, `list`,
+    /// `check-json FILE` to validate a results file written by `--json`, or
+    /// `summary FILE` to print its targets as a Markdown table.
     experiment: String,
     /// The results file that `check-json` reads.
     #[arg(value_name = "FILE")]
@@ -77,9 +80,17 @@ fn run(cli: &Cli) -> Result<bool, LabError> {
     if cli.experiment == "check-json" {
         return check_json(cli.file.as_deref());
     }
+    if cli.experiment == "summary" {
+        let path = cli
+            .file
+            .as_deref()
+            .ok_or_else(|| LabError::Usage("summary needs a FILE".into()))?;
+        emit(&summary::markdown(&Report::read_json(path)?))?;
+        return Ok(true);
+    }
     if let Some(file) = &cli.file {
         return Err(LabError::Usage(format!(
-            "unexpected argument {} (only `check-json` takes a file)",
+            "unexpected argument {} (only `check-json` and `summary` take a file)",
             file.display()
         )));
     }

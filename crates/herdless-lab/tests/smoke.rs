@@ -113,6 +113,43 @@ fn cli_smoke_writes_parsable_json_and_svg_plots() {
             svg.display()
         );
     }
+
+    // The README's "Results" table comes from `summary`: one row per
+    // target, with the machine.
+    let out = lab(&["summary", json.to_str().unwrap()]);
+    let md = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{md}");
+    assert!(
+        md.contains(&format!("{} cores", report.machine.cores)),
+        "{md}"
+    );
+    let targets = report.experiments[0]
+        .sections
+        .iter()
+        .flat_map(|s| &s.ratios)
+        .filter(|r| r.target.is_some())
+        .count();
+    let rows = md
+        .lines()
+        .filter(|l| l.starts_with("| `futex-wake` |"))
+        .count();
+    assert_eq!(rows, targets, "{md}");
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn summary_of_a_missing_or_corrupt_file_is_a_clear_error() {
+    let dir = scratch("summary");
+    let missing = dir.join("missing.json");
+    let out = lab(&["summary", missing.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("missing.json"));
+    let corrupt = dir.join("corrupt.json");
+    std::fs::write(&corrupt, "{ not json").unwrap();
+    let out = lab(&["summary", corrupt.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+    let out = lab(&["summary"]);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("summary needs a FILE"));
     std::fs::remove_dir_all(dir).unwrap();
 }
 

@@ -37,6 +37,7 @@ pub mod runner;
 pub mod rusage;
 pub mod spec;
 pub mod stats;
+pub mod summary;
 pub mod table;
 
 pub use error::LabError;

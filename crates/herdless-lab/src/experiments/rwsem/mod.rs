@@ -38,10 +38,10 @@ use crate::harness::{
     Case, Experiment, LabError, Metric, PerSuite, Ratio, Role, Sample, Section, Variant,
 };
 
-const GENERIC_UNDER: &str = "generic/under-lock";
-const GENERIC_AFTER: &str = "generic/after-unlock";
-const ATOMIC_UNDER: &str = "atomic/under-lock";
-const ATOMIC_AFTER: &str = "atomic/after-unlock";
+const GENERIC_UNDER: &str = "generic:under-lock";
+const GENERIC_AFTER: &str = "generic:after-unlock";
+const ATOMIC_UNDER: &str = "atomic:under-lock";
+const ATOMIC_AFTER: &str = "atomic:after-unlock";
 const STD: &str = "std";
 const PARKING_LOT: &str = "parking_lot";
 const PTHREAD: &str = "pthread";
