@@ -7,5 +7,7 @@
 //! SVG); `experiments` holds the experiments as data. The binary
 //! (`src/main.rs`) is only the command line.
 
+#![warn(missing_docs)]
+
 pub mod experiments;
 pub mod harness;

@@ -17,6 +17,9 @@
 //! straight from the source's memory (a `MemSource`'s bytes, a read-only
 //! mapping of a `FileSource`'s file) where it has some.
 //!
+//! Needs userfaultfd (root, or see [`PagerError::UserfaultfdUnavailable`]);
+//! `examples/lazy_file.rs` is a complete program.
+//!
 //! ```no_run
 //! use herdless_pager::{FileSource, HandlerMode, Pager};
 //! let pager = Pager::builder(1 << 20)
@@ -26,8 +29,11 @@
 //!     .mode(HandlerMode::BlockingRead)
 //!     .build()?;
 //! let mut first = [0u8; 16];
-//! pager.read(0, &mut first)?;
-//! println!("{:?}", pager.stats());
+//! pager.read(0, &mut first)?; // faults: page 0, and the neighbours cached
+//! pager.settle();
+//! let stats = pager.stats();
+//! assert!(stats.faults >= 1 && stats.pages_installed() >= 1);
+//! println!("{stats:?}");
 //! # Ok::<(), herdless_pager::PagerError>(())
 //! ```
 //!

@@ -5,7 +5,7 @@
 //! measure one case once and return a [`Sample`]) and ratio columns with
 //! optional targets. The [`runner`] repeats, interleaves and aggregates; the
 //! result is a plain [`Report`] that [`table`], [`plot`] and [`json`] render.
-//! [`gang`], [`asleep`] and [`rusage`] are the measuring tools variants use,
+//! [`gang`](mod@gang), [`asleep`] and [`rusage`] are the measuring tools variants use,
 //! so no experiment writes a timing loop of its own.
 //!
 //! # Adding an experiment

@@ -75,6 +75,36 @@ pub const MAX_BUCKETS: usize = 1 << 20;
 /// anyone waits on it (Rust's borrow of the `&AtomicU32` guarantees this for
 /// the waiter). Any number of tables may exist; waiters and wakers of a word
 /// must use the same table.
+///
+/// A one-shot flag: the waiter sleeps while the word is 0, the setter stores
+/// 1 *then* wakes. A wait that finds the word already changed returns
+/// [`WaitError::ValueChanged`] without sleeping, so the waiter loops on the
+/// word, not on the result.
+///
+/// ```
+/// use std::sync::atomic::{AtomicU32, Ordering};
+/// use herdless::{FutexTable, WaitError, WakePolicy};
+///
+/// let table = FutexTable::new(WakePolicy::WaiterCount);
+/// let flag = AtomicU32::new(0);
+/// // Nobody waits: the wake takes no lock and wakes nobody.
+/// assert_eq!(table.wake(&flag, 1), 0);
+/// // A zero timeout checks the value and never sleeps.
+/// assert_eq!(table.wait(&flag, 0, Some(std::time::Duration::ZERO)), Err(WaitError::TimedOut));
+///
+/// std::thread::scope(|s| {
+///     s.spawn(|| {
+///         while flag.load(Ordering::Acquire) == 0 {
+///             // Ok(Woken) or Err(ValueChanged): either way, look again.
+///             let _ = table.wait(&flag, 0, None);
+///         }
+///     });
+///     flag.store(1, Ordering::Release);
+///     table.wake_all(&flag);
+/// });
+/// assert_eq!(table.wait(&flag, 0, None), Err(WaitError::ValueChanged));
+/// assert_eq!(table.total_waiters(), 0);
+/// ```
 pub struct FutexTable {
     buckets: Box<[Bucket]>,
     mask: usize,

@@ -17,8 +17,10 @@ pub struct RwSemStats {
     pub contended_wait_lock_acquisitions: u64,
     /// Total time the wait lock was held, in nanoseconds.
     pub wait_lock_hold_ns: u64,
-    /// Threads granted the lock by a release, downgrade or cancel, and
-    /// unparked (one wakeup each).
+    /// Threads unparked: granted the lock by a release, downgrade or
+    /// cancel, or (with `AtomicCount`) a writer at the head of a free lock
+    /// nudged to take it itself, which may be nudged again if a running
+    /// thread gets the lock first. So this may exceed `waits`.
     pub wakeups: u64,
     /// Threads that queued to sleep.
     pub waits: u64,

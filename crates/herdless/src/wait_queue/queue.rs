@@ -68,6 +68,46 @@ impl Lists {
 
 /// A wait-queue head (kernel: `wait_queue_head_t`); see the
 /// [module docs](super) for the contract and the ordering argument.
+///
+/// A blocking stack of jobs: a consumer waits *exclusively* and its closure
+/// tests and takes in one step, under the lock that guards the state; the
+/// producer changes the state, then wakes one consumer per job. A callback
+/// registered with [`register`](WaitQueue::register) (it must be
+/// `'static`) is a non-exclusive entry: every wake calls it.
+///
+/// ```
+/// use std::sync::atomic::{AtomicUsize, Ordering};
+/// use std::sync::Arc;
+/// use herdless::{Attempt, Mutex, WaitQueue};
+///
+/// let jobs = Mutex::new(Vec::new());
+/// let queue = WaitQueue::new();
+/// let wakes_seen = Arc::new(AtomicUsize::new(0));
+/// let poller = queue.register({
+///     let wakes_seen = wakes_seen.clone();
+///     move || {
+///         wakes_seen.fetch_add(1, Ordering::Relaxed);
+///     }
+/// });
+/// let take = || {
+///     queue.wait_event_exclusive(|| match jobs.lock().pop() {
+///         Some(job) => Attempt::Done(job),
+///         None => Attempt::Wait,
+///     })
+/// };
+/// let total = std::thread::scope(|s| {
+///     let consumers: Vec<_> = (0..2).map(|_| s.spawn(take)).collect();
+///     for job in [10, 20] {
+///         jobs.lock().push(job); // the state first,
+///         queue.wake_up(1); // then the wake
+///     }
+///     consumers.into_iter().map(|c| c.join().unwrap()).sum::<i32>()
+/// });
+/// assert_eq!(total, 30);
+/// assert_eq!(wakes_seen.load(Ordering::Relaxed), 2, "the callback saw both wakes");
+/// drop(poller);
+/// assert!(queue.is_empty());
+/// ```
 pub struct WaitQueue {
     lists: SpinParkLock<Lists>,
     /// Entries in `lists` (threads and callbacks): raised under the lock by
