@@ -56,7 +56,7 @@
 //! | WRITER | writer fast path (CAS, no holder, no HANDOFF); a grant | `write_unlock`, `downgrade` | grant: yes; others: no |
 //! | WAITERS | a thread queueing (`fetch_or`) | a grant or a leaving waiter that empties the list | always |
 //! | HANDOFF | a sleeper that waited `HANDOFF_AFTER` | any grant; a leaving waiter that empties the list | always |
-//! | readers | reader fast path (`fetch_add`, backed out if the reader may not take it); a grant | `read_unlock` (`fetch_sub`) | grant: yes; others: no |
+//! | readers | reader fast path (`fetch_add`, backed out if WRITER or HANDOFF); a grant | `read_unlock` (`fetch_sub`) | grant: yes; others: no |
 //!
 //! # Stealing and hand-off
 //! Seed 001's xadd rwsem granted strictly in order. On a machine with
@@ -68,10 +68,7 @@
 //! 650–1,200 context switches per 1,000 operations against their 2–150.
 //! So `AtomicCount` does what the kernel's rwsem does since 4.x/5.x:
 //! - the fast paths take a lock that is free for them even while others
-//!   sleep, unless HANDOFF is set: a writer when nobody holds it; a reader
-//!   when no writer holds it and, while anyone sleeps, only when nobody
-//!   holds it (joining readers that hold it would let a stream of readers
-//!   keep a sleeping writer out; the kernel refuses that steal too);
+//!   sleep (readers: no WRITER; writers: no holder), unless HANDOFF is set;
 //! - a release that frees the lock for a *writer* at the head does not
 //!   grant it: it wakes it ("nudge"), leaving the lock free for whoever
 //!   runs first; the writer, still queued, takes it itself when it runs

@@ -177,7 +177,7 @@ impl RawRwSem {
     fn try_fast(&self, kind: Kind) -> bool {
         match kind {
             Kind::Read => {
-                if !reader_may_take(self.count.load(Ordering::Relaxed)) {
+                if self.count.load(Ordering::Relaxed) & (WRITER | HANDOFF) != 0 {
                     return false;
                 }
                 // The kernel's xadd: one atomic add, checked afterwards.
@@ -185,7 +185,7 @@ impl RawRwSem {
                 // `write_unlock` (or `downgrade`): its critical section
                 // happens-before ours.
                 let prev = self.count.fetch_add(READER, Ordering::Acquire);
-                if reader_may_take(prev) {
+                if prev & (WRITER | HANDOFF) == 0 {
                     return true;
                 }
                 // A writer or a hand-off got in first: back out exactly as
@@ -205,7 +205,7 @@ impl RawRwSem {
         let mut c = self.count.load(Ordering::Relaxed);
         loop {
             let new = match kind {
-                Kind::Read if reader_may_take(c) => c + READER,
+                Kind::Read if c & (WRITER | HANDOFF) == 0 => c + READER,
                 Kind::Write if c & !WAITERS == 0 => c | WRITER,
                 _ => return false,
             };
@@ -357,7 +357,7 @@ impl RawRwSem {
                 return false;
             }
             let free = match kind {
-                Kind::Read => reader_may_take(c),
+                Kind::Read => c & WRITER == 0,
                 Kind::Write => c & !WAITERS == 0,
             };
             if free && self.try_fast(kind) {
@@ -646,14 +646,4 @@ fn earliest(deadline: Deadline, handoff_at: Option<Deadline>) -> Deadline {
         (Deadline::At(d), Some(Deadline::At(h))) => Deadline::At(d.min(h)),
         (d, Some(Deadline::Never)) => d,
     }
-}
-
-/// Whether a running reader may take the lock in state `c` (`AtomicCount`):
-/// no writer and no hand-off request, and, while anyone sleeps, only a
-/// free lock. Joining readers that already hold it would let a stream of
-/// readers keep a sleeping writer out indefinitely (the kernel refuses
-/// reader stealing from a reader-owned rwsem for the same reason).
-#[inline]
-fn reader_may_take(c: usize) -> bool {
-    c & (WRITER | HANDOFF) == 0 && (c & WAITERS == 0 || c < READER)
 }
