@@ -1,10 +1,11 @@
 //! `herdless-lab`: the command line. Picks the experiments and the suite,
 //! runs them through the harness, prints the tables and writes `--json` and
-//! `--plot` outputs.
+//! `--plot` and `--report` outputs; reads results files back for
+//! `check-json`, `render` and `compare`.
 
 use std::fmt::Write as _;
-use std::io::{IsTerminal, Write as _};
-use std::path::PathBuf;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::SystemTime;
 
@@ -13,7 +14,7 @@ use clap::Parser;
 use herdless_lab::experiments;
 use herdless_lab::harness::report::Machine;
 use herdless_lab::harness::{
-    plot, run_experiment, summary, table, LabError, Report, RunOptions, Suite,
+    compare, html, plot, run_experiment, summary, table, LabError, Report, RunOptions, Suite,
 };
 
 /// Reproduces the seeds' experiments: herdless before and after each patch,
@@ -22,12 +23,15 @@ use herdless_lab::harness::{
 #[command(name = "herdless-lab", version)]
 struct Cli {
     /// An experiment name, `all` to run every experiment, `list`,
-    /// `check-json FILE` to validate a results file written by `--json`, or
-    /// `summary FILE` to print its targets as a Markdown table.
+    /// `check-json FILE` to validate a results file written by `--json`,
+    /// `summary FILE` to print its targets as a Markdown table,
+    /// `render FILE --report DIR` to write the HTML report of a results
+    /// file, or `compare A B` to compare two results files.
     experiment: String,
-    /// The results file that `check-json` reads.
+    /// The results files: one for `check-json` and `render`, two (A, then
+    /// B) for `compare`.
     #[arg(value_name = "FILE")]
-    file: Option<PathBuf>,
+    files: Vec<PathBuf>,
     /// The default suite: the seeds' parameters scaled to the machine.
     #[arg(long, group = "suite")]
     quick: bool,
@@ -43,6 +47,17 @@ struct Cli {
     /// Write one SVG chart per table into DIR.
     #[arg(long, value_name = "DIR")]
     plot: Option<PathBuf>,
+    /// Write a self-contained HTML report, DIR/index.html (charts inline,
+    /// no script, no network).
+    #[arg(long, value_name = "DIR")]
+    report: Option<PathBuf>,
+    /// `compare`: every metric, not only the primary one.
+    #[arg(long)]
+    all_metrics: bool,
+    /// `compare`: exit with status 1 if a primary metric got worse by more
+    /// than the spreads.
+    #[arg(long)]
+    fail_on_regression: bool,
     /// Repetitions per (case, variant), instead of the suite's default.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     reps: Option<u32>,
@@ -77,20 +92,20 @@ fn run(cli: &Cli) -> Result<bool, LabError> {
         list(suite)?;
         return Ok(true);
     }
-    if cli.experiment == "check-json" {
-        return check_json(cli.file.as_deref());
+    match cli.experiment.as_str() {
+        "check-json" => return check_json(one_file(cli, "check-json FILE")?),
+        "render" => return render(cli, one_file(cli, "render FILE --report DIR")?),
+        "compare" => return compare_files(cli),
+        "summary" => {
+            let path = one_file(cli, "summary FILE")?;
+            emit(&summary::markdown(&Report::read_json(path)?))?;
+            return Ok(true);
+        }
+        _ => {}
     }
-    if cli.experiment == "summary" {
-        let path = cli
-            .file
-            .as_deref()
-            .ok_or_else(|| LabError::Usage("summary needs a FILE".into()))?;
-        emit(&summary::markdown(&Report::read_json(path)?))?;
-        return Ok(true);
-    }
-    if let Some(file) = &cli.file {
+    if let Some(file) = cli.files.first() {
         return Err(LabError::Usage(format!(
-            "unexpected argument {} (only `check-json` and `summary` take a file)",
+            "unexpected argument {} (only `check-json`, `summary`, `render` and `compare` take files)",
             file.display()
         )));
     }
@@ -103,7 +118,8 @@ fn run(cli: &Cli) -> Result<bool, LabError> {
     if let Some(reps) = cli.reps {
         opts.reps = reps as usize;
     }
-    opts.progress = suite != Suite::Smoke && std::io::stderr().is_terminal();
+    // Drawn only when stderr is a terminal (see `harness::progress`).
+    opts.progress = true;
 
     let started = SystemTime::now();
     let machine = Machine::detect();
@@ -135,17 +151,61 @@ fn run(cli: &Cli) -> Result<bool, LabError> {
             .all(|cell| cell.errors.is_empty());
         reports.push(report);
     }
-    if let Some(path) = &cli.json {
-        Report::new(machine, &opts, started, reports).write_json(path)?;
-        eprintln!("wrote {}", path.display());
+    if cli.json.is_some() || cli.report.is_some() {
+        let report = Report::new(machine, &opts, started, reports);
+        if let Some(path) = &cli.json {
+            report.write_json(path)?;
+            eprintln!("wrote {}", path.display());
+        }
+        if let Some(dir) = &cli.report {
+            eprintln!("wrote {}", html::write_report(&report, dir)?.display());
+        }
     }
     Ok(clean)
 }
 
+/// The one file a command takes, or a usage error showing `usage`.
+fn one_file<'c>(cli: &'c Cli, usage: &str) -> Result<&'c Path, LabError> {
+    match cli.files.as_slice() {
+        [file] => Ok(file),
+        _ => Err(LabError::Usage(format!("usage: herdless-lab {usage}"))),
+    }
+}
+
+/// `render FILE --report DIR`: the HTML report of a results file.
+fn render(cli: &Cli, file: &Path) -> Result<bool, LabError> {
+    let dir = cli
+        .report
+        .as_deref()
+        .ok_or_else(|| LabError::Usage("usage: herdless-lab render FILE --report DIR".into()))?;
+    let report = Report::read_json(file)?;
+    eprintln!("wrote {}", html::write_report(&report, dir)?.display());
+    Ok(true)
+}
+
+/// `compare A B`: B against A; `Ok(false)` (exit status 1) on a
+/// regression if `--fail-on-regression`.
+fn compare_files(cli: &Cli) -> Result<bool, LabError> {
+    let [a, b] = cli.files.as_slice() else {
+        return Err(LabError::Usage(
+            "usage: herdless-lab compare A.json B.json [--all-metrics] [--fail-on-regression]"
+                .into(),
+        ));
+    };
+    let (ra, rb) = (Report::read_json(a)?, Report::read_json(b)?);
+    let result = compare::compare(&ra, &rb, cli.all_metrics);
+    emit(&format!(
+        "A: {}\nB: {}\n{}",
+        a.display(),
+        b.display(),
+        compare::render(&result, cli.all_metrics)
+    ))?;
+    Ok(!(cli.fail_on_regression && result.regressions() > 0))
+}
+
 /// Reads a `--json` results file back and summarises it: the CI check that
 /// the lab's output parses against the current schema.
-fn check_json(file: Option<&std::path::Path>) -> Result<bool, LabError> {
-    let path = file.ok_or_else(|| LabError::Usage("check-json needs a FILE".into()))?;
+fn check_json(path: &Path) -> Result<bool, LabError> {
     let report = Report::read_json(path)?;
     let sections: usize = report.experiments.iter().map(|e| e.sections.len()).sum();
     if sections == 0 {

@@ -149,7 +149,7 @@ fn summary_of_a_missing_or_corrupt_file_is_a_clear_error() {
     let out = lab(&["summary", corrupt.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(1));
     let out = lab(&["summary"]);
-    assert!(String::from_utf8_lossy(&out.stderr).contains("summary needs a FILE"));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("summary FILE"));
     std::fs::remove_dir_all(dir).unwrap();
 }
 

@@ -52,6 +52,16 @@ mod tests {
     }
 
     #[test]
+    fn every_experiment_states_its_claim_and_every_section_its_evidence() {
+        for e in all() {
+            assert!(!e.claim.is_empty() && !e.mechanism.is_empty(), "{}", e.name);
+            for s in &e.sections {
+                assert!(!s.evidence().is_empty(), "{}: {}", e.name, s.title());
+            }
+        }
+    }
+
+    #[test]
     fn an_unknown_name_is_an_error_listing_the_known_ones() {
         let err = find("no-such-thing").err().unwrap();
         assert!(err.to_string().contains("futex-wake"), "{err}");

@@ -63,6 +63,15 @@ pub enum LabError {
         /// The error.
         source: std::io::Error,
     },
+    /// A results file parses but is inconsistent (e.g. a table without
+    /// metrics, or a ratio with more values than cases).
+    #[error("{}: inconsistent results: {message}", path.display())]
+    Inconsistent {
+        /// The file.
+        path: std::path::PathBuf,
+        /// What is wrong.
+        message: String,
+    },
     /// JSON encoding or decoding failed.
     #[error("JSON: {0}")]
     Json(#[from] serde_json::Error),

@@ -90,7 +90,49 @@ impl Report {
                 expected: SCHEMA,
             });
         }
-        Ok(serde_json::from_str(&text)?)
+        let report: Report = serde_json::from_str(&text)?;
+        report
+            .check_shape()
+            .map_err(|message| LabError::Inconsistent {
+                path: path.to_path_buf(),
+                message,
+            })?;
+        Ok(report)
+    }
+
+    /// Checks what the renderers rely on and serde cannot: every section
+    /// has a metric, one cell per variant in each case, and one ratio
+    /// value per case.
+    pub fn check_shape(&self) -> Result<(), String> {
+        for e in &self.experiments {
+            for s in &e.sections {
+                let at = |what: String| Err(format!("{} / {}: {what}", e.name, s.title));
+                if s.metrics.is_empty() {
+                    return at("no metrics".into());
+                }
+                for c in &s.cases {
+                    if c.cells.len() != s.variants.len() {
+                        return at(format!(
+                            "case {}: {} cells for {} variants",
+                            c.label,
+                            c.cells.len(),
+                            s.variants.len()
+                        ));
+                    }
+                }
+                for r in &s.ratios {
+                    if r.values.len() != s.cases.len() {
+                        return at(format!(
+                            "ratio {}: {} values for {} cases",
+                            r.name(),
+                            r.values.len(),
+                            s.cases.len()
+                        ));
+                    }
+                }
+            }
+        }
+        Ok(())
     }
 }
 

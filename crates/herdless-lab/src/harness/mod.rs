@@ -4,7 +4,9 @@
 //! cases per suite, metrics (the first is primary), variants (closures that
 //! measure one case once and return a [`Sample`]) and ratio columns with
 //! optional targets. The [`runner`] repeats, interleaves and aggregates; the
-//! result is a plain [`Report`] that [`table`], [`plot`] and [`json`] render.
+//! result is a plain [`Report`] that [`table`], [`plot`], [`html`] and
+//! [`json`] render, and [`compare`] compares across runs; [`narrative`]
+//! words each section's outcome and [`progress`] draws the bar.
 //! [`gang`](mod@gang), [`asleep`] and [`rusage`] are the measuring tools variants use,
 //! so no experiment writes a timing loop of its own.
 //!
@@ -12,13 +14,16 @@
 //! ```text
 //! pub fn experiment() -> Experiment {
 //!     Experiment::new("herd", "seed 000: <patch title>: <headline claim>")
+//!         .claim("<the seed's headline figure>")
+//!         .mechanism("<what the seed changes, in a sentence>")
 //!         .section(
 //!             Section::new("blocking readers", "readers", PerSuite { smoke, quick, full })
 //!                 .metric(Metric::lower("time_ms", "ms"))        // primary
 //!                 .metric(Metric::lower("wasted_wakeups", "per item"))
 //!                 .variant(Variant::new("wake-all", Role::Before, |case| measure(..)))
 //!                 .variant(Variant::new("wake-one", Role::After, |case| measure(..)))
-//!                 .ratio(Ratio::of("wake-all", "wake-one").at_least(2.0)),
+//!                 .ratio(Ratio::of("wake-all", "wake-one").at_least(2.0))
+//!                 .evidence(&["wasted_wakeups"]),  // quoted by the report
 //!         )
 //! }
 //! ```
@@ -27,11 +32,15 @@
 
 pub mod affinity;
 pub mod asleep;
+pub mod compare;
 mod error;
 pub mod gang;
+pub mod html;
 pub mod json;
+pub mod narrative;
 pub mod patience;
 pub mod plot;
+pub mod progress;
 pub mod report;
 pub mod runner;
 pub mod rusage;

@@ -34,12 +34,32 @@ pub fn write_plots(exp: &ExperimentReport, dir: &Path) -> Result<Vec<PathBuf>, L
     })?;
     let mut written = Vec::new();
     for section in &exp.sections {
-        let path = dir.join(format!("{}-{}.svg", exp.name, slug(&section.title)));
-        if draw(exp, section, &path)? {
+        let path = dir.join(file_name(exp, section));
+        if let Some(svg) = svg(exp, section)? {
+            std::fs::write(&path, svg).map_err(|source| LabError::File {
+                path: path.clone(),
+                source,
+            })?;
             written.push(path);
         }
     }
     Ok(written)
+}
+
+/// `<experiment>-<table>.svg`.
+fn file_name(exp: &ExperimentReport, section: &SectionReport) -> String {
+    format!("{}-{}.svg", exp.name, slug(&section.title))
+}
+
+/// One section's chart as an SVG document (for a file, or inline in the
+/// HTML report); `None` if no variant has a positive median to draw.
+pub fn svg(exp: &ExperimentReport, section: &SectionReport) -> Result<Option<String>, LabError> {
+    let mut out = String::new();
+    let drawn = draw(exp, section, &mut out).map_err(|message| LabError::Plot {
+        path: PathBuf::from(file_name(exp, section)),
+        message,
+    })?;
+    Ok(drawn.then_some(out))
 }
 
 /// `"wake with no waiters"` → `"wake-with-no-waiters"`.
@@ -79,8 +99,8 @@ fn ticks(lo: f64, hi: f64) -> Vec<f64> {
     out
 }
 
-/// Draws one chart; `false` if there is nothing to draw.
-fn draw(exp: &ExperimentReport, s: &SectionReport, path: &Path) -> Result<bool, LabError> {
+/// Draws one chart into `out`; `false` if there is nothing to draw.
+fn draw(exp: &ExperimentReport, s: &SectionReport, out: &mut String) -> Result<bool, String> {
     let metric = s.primary();
     let lines: Vec<(String, Vec<(usize, f64)>)> = s
         .variants
@@ -99,12 +119,9 @@ fn draw(exp: &ExperimentReport, s: &SectionReport, path: &Path) -> Result<bool, 
     if !lo.is_finite() || !hi.is_finite() || s.cases.is_empty() {
         return Ok(false);
     }
-    let fail = |e: &dyn std::fmt::Display| LabError::Plot {
-        path: path.to_path_buf(),
-        message: e.to_string(),
-    };
+    let fail = |e: &dyn std::fmt::Display| e.to_string();
 
-    let root = SVGBackend::new(path, (900, 540)).into_drawing_area();
+    let root = SVGBackend::with_string(out, (900, 540)).into_drawing_area();
     root.fill(&WHITE).map_err(|e| fail(&e))?;
     let caption = format!(
         "{}: {} — median {} ({})",

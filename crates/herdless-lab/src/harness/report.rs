@@ -55,6 +55,12 @@ pub struct ExperimentReport {
     pub name: String,
     /// The seed and its claim.
     pub seed: String,
+    /// The seed's headline figure (absent in files of older labs).
+    #[serde(default)]
+    pub claim: String,
+    /// The seed's mechanism (absent in files of older labs).
+    #[serde(default)]
+    pub mechanism: String,
     /// One per table.
     pub sections: Vec<SectionReport>,
 }
@@ -74,6 +80,9 @@ pub struct SectionReport {
     pub cases: Vec<CaseReport>,
     /// Ratio columns of the primary metric, with their verdicts.
     pub ratios: Vec<RatioReport>,
+    /// The metrics that explain the result (absent in files of older labs).
+    #[serde(default)]
+    pub evidence: Vec<String>,
 }
 
 /// A metric's declaration.
@@ -194,6 +203,15 @@ impl SectionReport {
         &self.metrics[0]
     }
 
+    /// Whether any cell holds `metric` (a peer may lack a counter, and a
+    /// build without herdless's counters lacks them all).
+    pub fn measured(&self, metric: &str) -> bool {
+        self.cases
+            .iter()
+            .flat_map(|c| &c.cells)
+            .any(|cell| cell.metrics.contains_key(metric))
+    }
+
     /// Median of `metric` for `variant` on case `case`.
     pub fn median(&self, case: usize, variant: &str, metric: &str) -> Option<f64> {
         self.cases[case]
@@ -221,6 +239,12 @@ impl SectionReport {
             self.ratios[r].values = values;
             self.ratios[r].met = ratio_met(self, &self.ratios[r]);
         }
+    }
+
+    /// The case (index) and value that decide `ratio`'s target: the worst
+    /// value over the cases it applies to; `None` without a target or data.
+    pub fn deciding(&self, ratio: &RatioReport) -> Option<(usize, f64)> {
+        decisive(self, ratio)
     }
 
     /// The one-line verdict: each target met or missed with the value that

@@ -8,8 +8,7 @@
 //! away. A variant that fails on a case records the error and is not run on
 //! that case again; the other variants go on.
 
-use indicatif::{ProgressBar, ProgressStyle};
-
+use super::progress::Progress;
 use super::report::{
     CaseReport, Cell, ExperimentReport, MetricInfo, RatioReport, SectionReport, VariantInfo,
 };
@@ -26,7 +25,8 @@ pub struct RunOptions {
     pub reps: usize,
     /// Repetitions run first and discarded.
     pub warmup: usize,
-    /// Show a progress bar on stderr.
+    /// Show a progress bar on stderr (only drawn when stderr is a
+    /// terminal; see `progress.rs`).
     pub progress: bool,
 }
 
@@ -54,36 +54,23 @@ pub fn run_experiment(
         .iter()
         .map(|s| (s.cases(opts.suite).len() * s.variants().len()) as u64 * rounds)
         .sum();
-    let bar = progress_bar(experiment.name, steps, opts.progress);
+    let bar = Progress::new(experiment.name, steps, opts.progress);
     let sections = experiment
         .sections
         .iter()
         .map(|s| run_section(s.as_ref(), opts, &bar))
         .collect();
-    bar.finish_and_clear();
+    bar.finish();
     Ok(ExperimentReport {
         name: experiment.name.to_string(),
         seed: experiment.seed.to_string(),
+        claim: experiment.claim.to_string(),
+        mechanism: experiment.mechanism.to_string(),
         sections,
     })
 }
 
-fn progress_bar(name: &str, steps: u64, visible: bool) -> ProgressBar {
-    if !visible {
-        return ProgressBar::hidden();
-    }
-    let bar = ProgressBar::new(steps);
-    let style = ProgressStyle::with_template(
-        "{prefix:.bold} [{bar:30}] {pos}/{len} {elapsed_precise} (eta {eta}) {wide_msg}",
-    )
-    .unwrap_or_else(|_| ProgressStyle::default_bar())
-    .progress_chars("=> ");
-    bar.set_style(style);
-    bar.set_prefix(name.to_string());
-    bar
-}
-
-fn run_section(plan: &dyn SectionPlan, opts: &RunOptions, bar: &ProgressBar) -> SectionReport {
+fn run_section(plan: &dyn SectionPlan, opts: &RunOptions, bar: &Progress) -> SectionReport {
     let cases = plan.cases(opts.suite);
     let variants = plan.variants();
     let metrics = plan.metrics();
@@ -96,7 +83,7 @@ fn run_section(plan: &dyn SectionPlan, opts: &RunOptions, bar: &ProgressBar) -> 
         for c in 0..nc {
             for k in 0..nv {
                 let v = (k + rep) % nv;
-                bar.set_message(format!(
+                bar.doing(format!(
                     "{} · {} {} · {} · rep {}/{rounds}",
                     plan.title(),
                     plan.param(),
@@ -114,7 +101,7 @@ fn run_section(plan: &dyn SectionPlan, opts: &RunOptions, bar: &ProgressBar) -> 
                         Err(e) => errors[c][v].push(format!("repetition {}: {e}", rep + 1)),
                     }
                 }
-                bar.inc(1);
+                bar.step();
             }
         }
     }
@@ -168,6 +155,7 @@ fn run_section(plan: &dyn SectionPlan, opts: &RunOptions, bar: &ProgressBar) -> 
                 met: None,
             })
             .collect(),
+        evidence: plan.evidence().iter().map(|m| m.to_string()).collect(),
     };
     report.compute_ratios();
     report

@@ -286,6 +286,9 @@ pub struct Section<P> {
     pub variants: Vec<Variant<P>>,
     /// Ratio columns. Empty: after/before, then kernel/after and peer/after.
     pub ratios: Vec<Ratio>,
+    /// The counted metrics that explain the result (e.g. wasted wakeups per
+    /// item): the report's paragraph quotes them at the deciding case.
+    pub evidence: Vec<&'static str>,
 }
 
 impl<P> Section<P> {
@@ -298,6 +301,7 @@ impl<P> Section<P> {
             metrics: Vec::new(),
             variants: Vec::new(),
             ratios: Vec::new(),
+            evidence: Vec::new(),
         }
     }
 
@@ -316,6 +320,13 @@ impl<P> Section<P> {
     /// Adds a ratio column.
     pub fn ratio(mut self, ratio: Ratio) -> Self {
         self.ratios.push(ratio);
+        self
+    }
+
+    /// Names the metrics that explain the section's result (each must be
+    /// declared with [`Section::metric`]).
+    pub fn evidence(mut self, metrics: &[&'static str]) -> Self {
+        self.evidence.extend_from_slice(metrics);
         self
     }
 
@@ -361,6 +372,11 @@ impl<P> Section<P> {
                 return fail(format!("metric \"{}\" declared twice", m.name));
             }
         }
+        for &name in &self.evidence {
+            if !self.metrics.iter().any(|m| m.name == name) {
+                return fail(format!("evidence names unknown metric \"{name}\""));
+            }
+        }
         for suite in [Suite::Smoke, Suite::Quick, Suite::Full] {
             if self.cases.get(suite).is_empty() {
                 return fail(format!("no cases for the {} suite", suite.name()));
@@ -403,6 +419,8 @@ pub trait SectionPlan: Send + Sync {
     fn variants(&self) -> Vec<(&'static str, Role)>;
     /// The ratio columns (declared or default).
     fn ratios(&self) -> Vec<Ratio>;
+    /// The metrics that explain the result.
+    fn evidence(&self) -> &[&'static str];
     /// `(label, parameters as JSON)` of every case of `suite`.
     fn cases(&self, suite: Suite) -> Vec<(String, serde_json::Value)>;
     /// Measures case `case` of `suite` with variant `variant`, once.
@@ -432,6 +450,10 @@ impl<P: Serialize + Send + Sync> SectionPlan for Section<P> {
         self.effective_ratios()
     }
 
+    fn evidence(&self) -> &[&'static str] {
+        &self.evidence
+    }
+
     fn cases(&self, suite: Suite) -> Vec<(String, serde_json::Value)> {
         self.cases
             .get(suite)
@@ -458,6 +480,11 @@ pub struct Experiment {
     pub name: &'static str,
     /// One line: which kernel patch, and its headline claim.
     pub seed: &'static str,
+    /// The seed's headline figure, as the patch states it (the report's
+    /// "what the seed claimed").
+    pub claim: &'static str,
+    /// The seed's mechanism in a sentence or two.
+    pub mechanism: &'static str,
     /// The tables, in order.
     pub sections: Vec<Box<dyn SectionPlan>>,
 }
@@ -468,8 +495,22 @@ impl Experiment {
         Experiment {
             name,
             seed,
+            claim: "",
+            mechanism: "",
             sections: Vec::new(),
         }
+    }
+
+    /// Sets the seed's headline figure.
+    pub fn claim(mut self, claim: &'static str) -> Self {
+        self.claim = claim;
+        self
+    }
+
+    /// Sets the seed's mechanism.
+    pub fn mechanism(mut self, mechanism: &'static str) -> Self {
+        self.mechanism = mechanism;
+        self
     }
 
     /// Adds a section (a table).

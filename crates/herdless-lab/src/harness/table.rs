@@ -25,12 +25,7 @@ pub fn render_experiment(exp: &ExperimentReport) -> String {
 pub fn render_section(s: &SectionReport) -> String {
     let mut out = String::new();
     for (m, metric) in s.metrics.iter().enumerate() {
-        let measured = s.cases.iter().flat_map(|c| &c.cells);
-        if m > 0
-            && !measured
-                .clone()
-                .any(|cell| cell.metrics.contains_key(&metric.name))
-        {
+        if m > 0 && !s.measured(&metric.name) {
             continue;
         }
         let (kind, reps) = spread_of(s, &metric.name);
@@ -116,7 +111,7 @@ fn ratio_cell(r: &RatioReport, c: usize, label: &str) -> String {
 
 /// The spread kind and repetition count of a metric's cells (the most
 /// samples any cell has: cells only have fewer after errors).
-fn spread_of(s: &SectionReport, metric: &str) -> (SpreadKind, usize) {
+pub(crate) fn spread_of(s: &SectionReport, metric: &str) -> (SpreadKind, usize) {
     let reps = s
         .cases
         .iter()
@@ -129,7 +124,7 @@ fn spread_of(s: &SectionReport, metric: &str) -> (SpreadKind, usize) {
 }
 
 /// A bordered grid; the first column left-aligned, the others right-aligned.
-fn grid(header: &[String], rows: &[Vec<String>]) -> String {
+pub(crate) fn grid(header: &[String], rows: &[Vec<String>]) -> String {
     let width = |s: &str| s.chars().count();
     let widths: Vec<usize> = (0..header.len())
         .map(|i| {

@@ -112,11 +112,20 @@ pub fn experiment() -> Experiment {
         .variant(Variant::new("blocking-read", Role::After, |c| {
             run::measure(HandlerMode::BlockingRead, c)
         }))
-        .ratio(Ratio::of("poll", "blocking-read"));
+        .ratio(Ratio::of("poll", "blocking-read"))
+        .evidence(&["faults", "uf_1", "uf_4"]);
     Experiment::new(
         "bounce",
         "seed 000, userfaultfd: switch to exclusive wakeup for blocking reads (Arcangeli, \
          2015): uffd-stress bounces served by blocking-read or poll handlers",
+    )
+    .claim(
+        "uffd-stress 2.80 s before, 2.60 s after (-7%) with 24 threads on 24 CPUs, although half \
+         of the passes poll and stay wake-all; more for pure blocking reads",
+    )
+    .mechanism(
+        "blocking reads wait exclusively: a wake stops at the first exclusive waiter it wakes; \
+         poll waiters stay non-exclusive, so a poller queued first still wakes everyone",
     )
     .section(s)
 }

@@ -1,0 +1,128 @@
+//! The report's HTML tables for one section: one per measured metric (the
+//! primary one always), rows = cases, columns = variants showing
+//! `median ± spread`; the primary table adds the ratio columns, marked where
+//! a target is checked, and the verdict below it.
+
+use std::fmt::Write as _;
+
+use super::{esc, id};
+use crate::harness::report::{fmt_ratio, fmt_sig, RatioReport, SectionReport};
+use crate::harness::table::spread_of;
+
+/// Writes the tables of section `s`; `prefix` is `<experiment>-s<i>`.
+pub(super) fn section(out: &mut String, s: &SectionReport, prefix: &str) {
+    for (m, metric) in s.metrics.iter().enumerate() {
+        let primary = m == 0;
+        if !primary && !s.measured(&metric.name) {
+            continue;
+        }
+        let (kind, reps) = spread_of(s, &metric.name);
+        let better = if metric.lower_is_better {
+            "lower"
+        } else {
+            "higher"
+        };
+        let _ = writeln!(
+            out,
+            "<table id=\"table-{prefix}-{}\" class=\"metric\">\n<caption>{}{} ({}, {better} is \
+             better): median {} of {reps} repetitions</caption>",
+            id(&metric.name),
+            if primary { "primary metric: " } else { "" },
+            esc(&metric.name),
+            esc(&metric.unit),
+            esc(kind.describe()),
+        );
+        out.push_str("<tr>");
+        let _ = write!(out, "<th>{}</th>", esc(&s.param));
+        for v in &s.variants {
+            let _ = write!(
+                out,
+                "<th title=\"{}\">{}</th>",
+                esc(&format!("{:?}", v.role).to_lowercase()),
+                esc(&v.name)
+            );
+        }
+        if primary {
+            for r in &s.ratios {
+                let _ = write!(out, "<th>{}</th>", esc(&r.name()));
+            }
+        }
+        out.push_str("</tr>\n");
+        for (c, case) in s.cases.iter().enumerate() {
+            let _ = write!(out, "<tr><th>{}</th>", esc(&case.label));
+            for cell in &case.cells {
+                match cell.metrics.get(&metric.name) {
+                    Some(sum) => {
+                        let _ = write!(
+                            out,
+                            "<td class=\"num\">{} <span class=\"spread\">± {}</span></td>",
+                            fmt_sig(sum.median, 4),
+                            fmt_sig(sum.spread, 2)
+                        );
+                    }
+                    None if !cell.errors.is_empty() => {
+                        let _ = write!(
+                            out,
+                            "<td class=\"error\" title=\"{}\">error</td>",
+                            esc(&cell.errors.join("; "))
+                        );
+                    }
+                    None => out.push_str("<td class=\"num\">—</td>"),
+                }
+            }
+            if primary {
+                for r in &s.ratios {
+                    ratio_cell(out, r, c, &case.label);
+                }
+            }
+            out.push_str("</tr>\n");
+        }
+        out.push_str("</table>\n");
+        if primary {
+            let _ = writeln!(
+                out,
+                "<p class=\"verdict\">verdict: {}</p>",
+                esc(&s.verdict())
+            );
+        }
+    }
+    let errors: Vec<String> = s
+        .cases
+        .iter()
+        .flat_map(|case| {
+            case.cells.iter().filter_map(move |cell| {
+                let first = cell.errors.first()?;
+                Some(format!(
+                    "{} at {} {}: {first}",
+                    cell.variant, s.param, case.label
+                ))
+            })
+        })
+        .collect();
+    if !errors.is_empty() {
+        out.push_str("<ul class=\"errors\">\n");
+        for e in errors {
+            let _ = writeln!(out, "<li>{}</li>", esc(&e));
+        }
+        out.push_str("</ul>\n");
+    }
+}
+
+/// The ratio on case `c`: `ok`/`MISS` where its target is checked.
+fn ratio_cell(out: &mut String, r: &RatioReport, c: usize, label: &str) {
+    let Some(value) = r.values[c] else {
+        out.push_str("<td class=\"num\">—</td>");
+        return;
+    };
+    match r.target.filter(|_| r.applies_to(label)) {
+        Some(b) if b.holds(value) => {
+            let _ = write!(out, "<td class=\"num ok\">{} ok</td>", fmt_ratio(value));
+        }
+        Some(_) => {
+            let _ = write!(out, "<td class=\"num miss\">{} MISS</td>", fmt_ratio(value));
+        }
+        None => {
+            let _ = write!(out, "<td class=\"num\">{}</td>", fmt_ratio(value));
+        }
+    }
+}

@@ -1,0 +1,249 @@
+//! The report's paragraph per section, generated from the data: whether the
+//! seed's effect reproduced (each ratio target met or missed, with the value
+//! that decides it), the counted metrics that explain it at the deciding
+//! case, and how the kernel and the library peers compare.
+//!
+//! Plain text: the HTML writer escapes it.
+
+use std::fmt::Write as _;
+
+use super::report::{fmt_ratio, fmt_sig, SectionReport};
+use super::spec::Role;
+
+/// Whether a section's targets were met.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// Every target met.
+    Reproduced,
+    /// Some targets met, some missed.
+    Partly,
+    /// Every target with data missed.
+    NotReproduced,
+    /// The section declares no target.
+    NoTarget,
+    /// Targets, but no value to judge any of them by.
+    NoData,
+}
+
+impl Outcome {
+    /// Judges `s` from its ratios' `met` fields.
+    pub fn of(s: &SectionReport) -> Outcome {
+        let targets: Vec<Option<bool>> = s
+            .ratios
+            .iter()
+            .filter(|r| r.target.is_some())
+            .map(|r| r.met)
+            .collect();
+        let met = targets.iter().filter(|m| **m == Some(true)).count();
+        let missed = targets.iter().filter(|m| **m == Some(false)).count();
+        match (targets.len(), met, missed) {
+            (0, _, _) => Outcome::NoTarget,
+            (_, 0, 0) => Outcome::NoData,
+            (_, _, 0) => Outcome::Reproduced,
+            (_, 0, _) => Outcome::NotReproduced,
+            _ => Outcome::Partly,
+        }
+    }
+
+    /// A short label (`reproduced`, `partly reproduced`, ...).
+    pub fn label(self) -> &'static str {
+        match self {
+            Outcome::Reproduced => "reproduced",
+            Outcome::Partly => "partly reproduced",
+            Outcome::NotReproduced => "not reproduced",
+            Outcome::NoTarget => "no target",
+            Outcome::NoData => "no data",
+        }
+    }
+}
+
+/// The paragraph for section `s`.
+pub fn paragraph(s: &SectionReport) -> String {
+    let outcome = Outcome::of(s);
+    let targets = s.ratios.iter().filter(|r| r.target.is_some()).count();
+    let met = s.ratios.iter().filter(|r| r.met == Some(true)).count();
+    let of = |n: usize| {
+        format!(
+            "{n} of {targets} target{}",
+            if targets == 1 { "" } else { "s" }
+        )
+    };
+    let mut out = match outcome {
+        Outcome::Reproduced => format!("The seed's effect reproduced: {} met", of(met)),
+        Outcome::Partly => format!("The seed's effect partly reproduced: {} met", of(met)),
+        Outcome::NotReproduced => {
+            format!("The seed's effect did not reproduce: {} met", of(0))
+        }
+        Outcome::NoTarget => "This table checks no target".to_string(),
+        Outcome::NoData => {
+            "The targets could not be judged in this run: the cases they name were not measured"
+                .to_string()
+        }
+    };
+    let _ = write!(out, " ({}).", s.verdict());
+    if let Some(evidence) = evidence(s) {
+        out.push(' ');
+        out.push_str(&evidence);
+    }
+    if let Some(peers) = peers(s) {
+        out.push(' ');
+        out.push_str(&peers);
+    }
+    let failed = s
+        .cases
+        .iter()
+        .flat_map(|c| &c.cells)
+        .filter(|cell| !cell.errors.is_empty())
+        .count();
+    if failed > 0 {
+        let _ = write!(
+            out,
+            " {failed} measurement(s) failed; the tables say which."
+        );
+    }
+    out
+}
+
+/// The case the evidence is quoted at: the one deciding the first target
+/// with data, else the last case.
+fn evidence_case(s: &SectionReport) -> Option<usize> {
+    s.ratios
+        .iter()
+        .find_map(|r| s.deciding(r).map(|(c, _)| c))
+        .or_else(|| s.cases.len().checked_sub(1))
+}
+
+/// "Counted at readers 16: wasted_per_item (per item, lower is better):
+/// wake-all 14.9, wake-one 0.01; ...".
+fn evidence(s: &SectionReport) -> Option<String> {
+    let case = evidence_case(s)?;
+    let mut parts = Vec::new();
+    for name in &s.evidence {
+        let Some(metric) = s.metrics.iter().find(|m| &m.name == name) else {
+            continue;
+        };
+        let values: Vec<String> = s
+            .variants
+            .iter()
+            .filter_map(|v| {
+                let m = s.median(case, &v.name, name)?;
+                Some(format!("{} {}", v.name, fmt_sig(m, 3)))
+            })
+            .collect();
+        if values.is_empty() {
+            continue;
+        }
+        let better = if metric.lower_is_better {
+            "lower"
+        } else {
+            "higher"
+        };
+        parts.push(format!(
+            "{name} ({}, {better} is better): {}",
+            metric.unit,
+            values.join(", ")
+        ));
+    }
+    if parts.is_empty() {
+        return None;
+    }
+    Some(format!(
+        "The counted mechanism, at {} {}: {}.",
+        s.param,
+        s.cases[case].label,
+        parts.join("; ")
+    ))
+}
+
+/// "Against the kernel and the peers: kernel/waiter-count from 1.02× to
+/// 1.3×; ...", over the ratios naming a kernel or peer variant.
+fn peers(s: &SectionReport) -> Option<String> {
+    let role = |name: &str| s.variants.iter().find(|v| v.name == name).map(|v| v.role);
+    let outside = |name: &str| matches!(role(name), Some(Role::Kernel | Role::Peer));
+    let parts: Vec<String> = s
+        .ratios
+        .iter()
+        .filter(|r| outside(&r.num) || outside(&r.den))
+        .filter_map(|r| {
+            let values: Vec<f64> = r.values.iter().flatten().copied().collect();
+            let lo = values.iter().copied().reduce(f64::min)?;
+            let hi = values.iter().copied().reduce(f64::max)?;
+            Some(if values.len() == 1 || fmt_ratio(lo) == fmt_ratio(hi) {
+                format!("{} {}", r.name(), fmt_ratio(lo))
+            } else {
+                format!("{} from {} to {}", r.name(), fmt_ratio(lo), fmt_ratio(hi))
+            })
+        })
+        .collect();
+    if parts.is_empty() {
+        return None;
+    }
+    Some(format!(
+        "Against the kernel and the peers: {}.",
+        parts.join("; ")
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::harness::{
+        run_experiment, Case, Experiment, Metric, PerSuite, Ratio, RunOptions, Sample, Section,
+        Suite, Variant,
+    };
+
+    fn toy(target: f64) -> SectionReport {
+        let cases = vec![Case::new("1", 1.0), Case::new("4", 4.0)];
+        let fixed = |name, role, t: f64, wasted: f64| {
+            Variant::new(name, role, move |c: &Case<f64>| {
+                Ok(Sample::new()
+                    .with("t", t * c.params)
+                    .with("wasted", wasted * c.params))
+            })
+        };
+        let exp = Experiment::new("toy", "seed").section(
+            Section::new(
+                "toy table",
+                "n",
+                PerSuite {
+                    smoke: cases.clone(),
+                    quick: cases.clone(),
+                    full: cases,
+                },
+            )
+            .metric(Metric::lower("t", "ns"))
+            .metric(Metric::lower("wasted", "per item"))
+            .evidence(&["wasted"])
+            .variant(fixed("old", Role::Before, 10.0, 3.0))
+            .variant(fixed("new", Role::After, 1.0, 0.0))
+            .variant(fixed("kern", Role::Kernel, 2.0, 0.0))
+            .ratio(Ratio::of("old", "new").at_least(target).at_case("4"))
+            .ratio(Ratio::of("kern", "new")),
+        );
+        let mut report = run_experiment(&exp, &RunOptions::new(Suite::Smoke)).unwrap();
+        report.sections.remove(0)
+    }
+
+    #[test]
+    fn a_met_target_reads_reproduced_with_the_evidence_at_the_deciding_case() {
+        let s = toy(5.0);
+        assert_eq!(Outcome::of(&s), Outcome::Reproduced);
+        let text = paragraph(&s);
+        assert!(text.starts_with("The seed's effect reproduced: 1 of 1 target met (old/new ≥ 5.00× at 4: met (10.0× at n 4))."), "{text}");
+        assert!(
+            text.contains("at n 4: wasted (per item, lower is better): old 12.0, new 0, kern 0."),
+            "{text}"
+        );
+        assert!(
+            text.contains("Against the kernel and the peers: kern/new 2.00×."),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn a_missed_target_reads_did_not_reproduce() {
+        let s = toy(20.0);
+        assert_eq!(Outcome::of(&s), Outcome::NotReproduced);
+        assert!(paragraph(&s).starts_with("The seed's effect did not reproduce"));
+    }
+}
