@@ -300,7 +300,7 @@ impl RawRwSem {
                 if waiter.is_granted() {
                     return true;
                 }
-                if steals && kind == Kind::Write && self.try_cas(Kind::Write) {
+                if steals && kind == Kind::Write && self.queued_writer_try(&waiter) {
                     // A nudged writer (or a spurious wakeup) found the lock
                     // free and took it itself, as a stealer would.
                     let mut q = self.lock_wait();
@@ -343,6 +343,32 @@ impl RawRwSem {
                 }
             }
         })
+    }
+
+    /// A queued writer woken without a grant tries to take the lock,
+    /// spinning as a newcomer would: readers keep stealing a reader-owned
+    /// lock, and a writer that parked again at its first miss would be
+    /// nudged (a wake syscall) at every moment the readers drain. Stops if
+    /// a grant arrives meanwhile (then the lock is ours already).
+    fn queued_writer_try(&self, waiter: &Waiter) -> bool {
+        if self.try_cas(Kind::Write) {
+            return true;
+        }
+        if cfg!(loom) {
+            return false;
+        }
+        let backoff = Backoff::new();
+        for _ in 0..SPIN_ROUNDS {
+            backoff.spin();
+            if waiter.is_granted() {
+                return false;
+            }
+            let c = self.count.load(Ordering::Relaxed);
+            if c & !WAITERS == 0 && self.try_cas(Kind::Write) {
+                return true;
+            }
+        }
+        false
     }
 
     /// Bounded optimistic spinning before queueing (`AtomicCount` only):
