@@ -26,10 +26,15 @@ const WAITERS: usize = 1 << 1;
 /// A waiter has waited longer than [`HANDOFF_AFTER`]: no more stealing,
 /// the lock goes to the queue in order. Set and cleared under the wait lock.
 const HANDOFF: usize = 1 << 2;
-/// One reader holds the lock (the reader count starts at bit 3).
-const READER: usize = 1 << 3;
+/// The writer at the head was nudged and has not gone back to sleep: a
+/// release need not come to wake it. Set under the wait lock by the nudge;
+/// cleared by that writer (before its last try ahead of sleeping), by its
+/// leaving, and by any grant.
+const NUDGED: usize = 1 << 3;
+/// One reader holds the lock (the reader count starts at bit 4).
+const READER: usize = 1 << 4;
 /// Bits that are not holders.
-const FLAGS: usize = WAITERS | HANDOFF;
+const FLAGS: usize = WAITERS | HANDOFF | NUDGED;
 
 /// Rounds of exponential spinning before an `AtomicCount` acquirer queues.
 const SPIN_ROUNDS: u32 = 9;
@@ -206,7 +211,7 @@ impl RawRwSem {
         loop {
             let new = match kind {
                 Kind::Read if c & (WRITER | HANDOFF) == 0 => c + READER,
-                Kind::Write if c & !WAITERS == 0 => c | WRITER,
+                Kind::Write if c & !(WAITERS | NUDGED) == 0 => c | WRITER,
                 _ => return false,
             };
             // Acquire pairs with the Release of every holder that left
@@ -354,6 +359,14 @@ impl RawRwSem {
         if self.try_cas(Kind::Write) {
             return true;
         }
+        // About to sleep again unless the spin below wins: from now on a
+        // release must come and nudge us. The RMW orders this against every
+        // release's RMW: a release before it is seen by the tries below
+        // (coherence), a release after it sees NUDGED clear and nudges.
+        self.count.fetch_and(!NUDGED, Ordering::Relaxed);
+        if self.try_cas(Kind::Write) {
+            return true;
+        }
         if cfg!(loom) {
             return false;
         }
@@ -364,7 +377,7 @@ impl RawRwSem {
                 return false;
             }
             let c = self.count.load(Ordering::Relaxed);
-            if c & !WAITERS == 0 && self.try_cas(Kind::Write) {
+            if c & !(WAITERS | NUDGED) == 0 && self.try_cas(Kind::Write) {
                 return true;
             }
         }
@@ -384,7 +397,7 @@ impl RawRwSem {
             }
             let free = match kind {
                 Kind::Read => c & WRITER == 0,
-                Kind::Write => c & !WAITERS == 0,
+                Kind::Write => c & !(WAITERS | NUDGED) == 0,
             };
             if free && self.try_fast(kind) {
                 return true;
@@ -401,11 +414,16 @@ impl RawRwSem {
         // or holds the lock as a writer, which no grant can give it now), so
         // still in the list, where its owner (the caller) queued it.
         unsafe { q.list.remove(node) };
-        if self.config.counting == Counting::AtomicCount && q.list.is_empty() {
-            // Nobody waits: releases need not come to grant, and nobody
-            // asks for hand-off. Relaxed: the bits only route; the data is
-            // ordered by the holder counts.
-            self.count.fetch_and(!FLAGS, Ordering::Relaxed);
+        if self.config.counting == Counting::AtomicCount {
+            if q.list.is_empty() {
+                // Nobody waits: releases need not come to grant, and nobody
+                // asks for hand-off. Relaxed: the bits only route; the data
+                // is ordered by the holder counts.
+                self.count.fetch_and(!FLAGS, Ordering::Relaxed);
+            } else if was_head {
+                // A nudge was for us: the new head is asleep.
+                self.count.fetch_and(!NUDGED, Ordering::Relaxed);
+            }
         }
         was_head
     }
@@ -452,7 +470,7 @@ impl RawRwSem {
         // or `grant_locked`'s CAS): our reads happen-before its writes.
         let prev = self.count.fetch_sub(READER, Ordering::Release);
         debug_assert!(prev >= READER, "read_unlock without a read hold");
-        if prev & !FLAGS == READER && prev & WAITERS != 0 {
+        if prev & !FLAGS == READER && prev & (WAITERS | NUDGED) == WAITERS {
             // The last holder left and someone waits: grant.
             self.wake_waiters();
         }
@@ -470,7 +488,7 @@ impl RawRwSem {
                 // Release as in `release_read_count`.
                 let prev = self.count.fetch_sub(WRITER, Ordering::Release);
                 debug_assert!(prev & WRITER != 0, "write_unlock without a write hold");
-                if prev & WAITERS != 0 {
+                if prev & (WAITERS | NUDGED) == WAITERS {
                     self.wake_waiters();
                 }
             }
@@ -495,8 +513,8 @@ impl RawRwSem {
         match self.config.counting {
             Counting::AtomicCount => {
                 // WRITER -> one READER in one atomic add: adding
-                // READER - WRITER (7) to a word with bit 0 set clears it and
-                // adds 8, leaving WAITERS and HANDOFF as they were.
+                // READER - WRITER to a word with bit 0 set clears it and
+                // adds READER, leaving the flag bits as they were.
                 // Release: queued readers granted
                 // next see our writes (`grant_locked`'s CAS reads this).
                 let prev = self
@@ -538,7 +556,7 @@ impl RawRwSem {
         };
         if self.config.counting == Counting::AtomicCount
             && kind == Kind::Write
-            && self.count.load(Ordering::Relaxed) & !WAITERS == 0
+            && self.count.load(Ordering::Relaxed) & !(WAITERS | NUDGED) == 0
         {
             // A free lock and a writer at the head that has not asked for
             // hand-off: wake it to take the lock itself, and leave the lock
@@ -550,6 +568,8 @@ impl RawRwSem {
             let head = q.list.front().expect("head_batch found a head");
             // SAFETY: the head is in the list, under the wait lock we hold.
             unsafe { nudge(head, wakes) };
+            // Relaxed: routes releases only (see NUDGED); under the lock.
+            self.count.fetch_or(NUDGED, Ordering::Relaxed);
             q.tallies.wakeups.add(1);
             return;
         }
