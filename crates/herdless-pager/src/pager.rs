@@ -71,7 +71,10 @@ impl PagerBuilder {
         self
     }
 
-    /// Handler threads (default 1).
+    /// Handler threads (default 1). A source that may touch the region
+    /// ([`PageSource::may_touch_region`], true for sources other than the
+    /// built-in ones) gets at least two, so that a handler touching the
+    /// region is served by the other and reported rather than deadlocked.
     pub fn handlers(mut self, n: usize) -> Self {
         self.handlers = n;
         self
@@ -109,7 +112,7 @@ impl PagerBuilder {
     }
 
     /// Validates, maps and registers the region and starts the handlers.
-    pub fn build(self) -> Result<Pager, PagerError> {
+    pub fn build(mut self) -> Result<Pager, PagerError> {
         let page = rustix::param::page_size();
         let len = self.len;
         if len == 0 {
@@ -135,6 +138,9 @@ impl PagerBuilder {
         let source = self
             .source
             .unwrap_or_else(|| Box::new(ZeroSource::new(len as u64)));
+        if self.handlers == 1 && source.may_touch_region() {
+            self.handlers = 2;
+        }
         let source_len = source.len();
         if (self.require_full_source || self.minor) && source_len < len as u64 {
             return Err(PagerError::SourceShorterThanRegion {

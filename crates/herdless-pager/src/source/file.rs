@@ -74,6 +74,10 @@ fn is_shared_memory(file: &File) -> bool {
 }
 
 impl PageSource for FileSource {
+    fn may_touch_region(&self) -> bool {
+        false
+    }
+
     fn len(&self) -> u64 {
         self.len
     }

@@ -26,6 +26,10 @@ impl MemSource {
 }
 
 impl PageSource for MemSource {
+    fn may_touch_region(&self) -> bool {
+        false
+    }
+
     fn len(&self) -> u64 {
         self.bytes.len() as u64
     }

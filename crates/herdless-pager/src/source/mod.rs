@@ -61,6 +61,19 @@ pub trait PageSource: Send + Sync + 'static {
         None
     }
 
+    /// Whether reading this source (or copying from its
+    /// [`memory`](PageSource::memory)) may touch the pager's own region.
+    /// A handler that touches the region faults on it and waits for a
+    /// handler to serve that fault: with a single handler, nobody would.
+    /// For a source that may, the pager therefore runs at least two
+    /// handlers, so the touch is served by the other one and reported
+    /// ([`PagerError::HandlerTouchedRegion`](crate::PagerError)) instead of
+    /// deadlocking. The default is the cautious `true`; the built-in
+    /// sources, which read a file or their own bytes, say `false`.
+    fn may_touch_region(&self) -> bool {
+        true
+    }
+
     /// With [`memory`](PageSource::memory): how many bytes from `offset`
     /// (page-aligned, at most `len`) can be copied from it without blocking
     /// (a file's pages in the page cache). The default says all of them.

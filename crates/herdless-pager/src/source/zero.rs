@@ -18,6 +18,10 @@ impl ZeroSource {
 }
 
 impl PageSource for ZeroSource {
+    fn may_touch_region(&self) -> bool {
+        false
+    }
+
     fn len(&self) -> u64 {
         self.len
     }
