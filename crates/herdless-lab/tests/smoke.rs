@@ -7,13 +7,40 @@ use std::process::Command;
 use std::time::SystemTime;
 
 use herdless_lab::experiments;
-use herdless_lab::harness::report::{Machine, SCHEMA};
+use herdless_lab::harness::report::{Machine, SectionReport, SCHEMA};
 use herdless_lab::harness::{run_experiment, Report, RunOptions, Suite};
 
 fn scratch(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("herdless-lab-{}-{name}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     dir
+}
+
+/// Runs one experiment's smoke suite in process.
+fn smoke_report(name: &str) -> Report {
+    let exp = experiments::find(name).unwrap();
+    let opts = RunOptions::new(Suite::Smoke);
+    let result = run_experiment(&exp, &opts).unwrap();
+    Report::new(Machine::detect(), &opts, SystemTime::now(), vec![result])
+}
+
+fn variant_names(section: &SectionReport) -> Vec<&str> {
+    section.variants.iter().map(|v| v.name.as_str()).collect()
+}
+
+/// Every cell of `section` was measured without an error.
+fn assert_no_errors(section: &SectionReport) {
+    for case in &section.cases {
+        for cell in &case.cells {
+            assert!(
+                cell.errors.is_empty(),
+                "{} at {}: {:?}",
+                cell.variant,
+                case.label,
+                cell.errors
+            );
+        }
+    }
 }
 
 fn lab(args: &[&str]) -> std::process::Output {
@@ -25,10 +52,7 @@ fn lab(args: &[&str]) -> std::process::Output {
 
 #[test]
 fn futex_wake_smoke_round_trips_through_json_with_every_variant() {
-    let exp = experiments::find("futex-wake").unwrap();
-    let opts = RunOptions::new(Suite::Smoke);
-    let result = run_experiment(&exp, &opts).unwrap();
-    let report = Report::new(Machine::detect(), &opts, SystemTime::now(), vec![result]);
+    let report = smoke_report("futex-wake");
 
     let text = serde_json::to_string(&report).unwrap();
     let back: Report = serde_json::from_str(&text).unwrap();
@@ -183,41 +207,40 @@ fn list_names_every_experiment() {
 
 #[test]
 fn epoll_smoke_measures_every_variant_without_errors() {
-    let exp = experiments::find("epoll").unwrap();
-    let result = run_experiment(&exp, &RunOptions::new(Suite::Smoke)).unwrap();
-    let report = Report::new(
-        Machine::detect(),
-        &RunOptions::new(Suite::Smoke),
-        SystemTime::now(),
-        vec![result],
-    );
+    let report = smoke_report("epoll");
     let section = &report.experiments[0].sections[0];
-    let names: Vec<&str> = section.variants.iter().map(|v| v.name.as_str()).collect();
-    assert_eq!(names, ["spinlock", "rwlock-swap", "lock-free", "kernel"]);
-    for case in &section.cases {
-        for cell in &case.cells {
-            assert!(
-                cell.errors.is_empty(),
-                "{} at {}: {:?}",
-                cell.variant,
-                case.label,
-                cell.errors
-            );
-        }
-    }
+    assert_eq!(
+        variant_names(section),
+        ["spinlock", "rwlock-swap", "lock-free", "kernel"]
+    );
+    assert_no_errors(section);
+}
+
+#[test]
+fn rwsem_smoke_measures_every_variant_without_errors() {
+    let report = smoke_report("rwsem");
+    let section = &report.experiments[0].sections[0];
+    assert_eq!(
+        variant_names(section),
+        [
+            "generic:under-lock",
+            "generic:after-unlock",
+            "atomic:under-lock",
+            "atomic:after-unlock",
+            "std",
+            "parking_lot",
+            "pthread"
+        ]
+    );
+    assert_no_errors(section);
 }
 
 #[test]
 fn fault_around_smoke_measures_every_variant_without_errors() {
-    let exp = experiments::find("fault-around").unwrap();
-    let opts = RunOptions::new(Suite::Smoke);
-    let result = run_experiment(&exp, &opts).unwrap();
-    let report = Report::new(Machine::detect(), &opts, SystemTime::now(), vec![result]);
-    let exp = &report.experiments[0];
-    for section in &exp.sections {
-        let names: Vec<&str> = section.variants.iter().map(|v| v.name.as_str()).collect();
+    let report = smoke_report("fault-around");
+    for section in &report.experiments[0].sections {
         assert_eq!(
-            names,
+            variant_names(section),
             [
                 "window-4k",
                 "window-16k",
@@ -226,24 +249,19 @@ fn fault_around_smoke_measures_every_variant_without_errors() {
                 "kernel-mmap"
             ]
         );
-        for case in &section.cases {
+        assert_no_errors(section);
+        // Faults: 16 pages per fault with the 64 KiB window, one without
+        // fault-around (single-threaded, sequential).
+        if section.title.starts_with("random") {
+            continue;
+        }
+        for case in section.cases.iter().filter(|c| c.label == "1") {
             for cell in &case.cells {
-                assert!(
-                    cell.errors.is_empty(),
-                    "{} at {}: {:?}",
-                    cell.variant,
-                    case.label,
-                    cell.errors
-                );
-                // Faults: 16 pages per fault with the 64 KiB window, one
-                // without fault-around (single-threaded, sequential).
-                if case.label == "1" && !section.title.starts_with("random") {
-                    let ppf = cell.metrics["pages_per_fault"].median;
-                    match cell.variant.as_str() {
-                        "window-4k" => assert_eq!(ppf, 1.0),
-                        "window-64k" | "minor-64k" => assert_eq!(ppf, 16.0),
-                        _ => {}
-                    }
+                let ppf = cell.metrics["pages_per_fault"].median;
+                match cell.variant.as_str() {
+                    "window-4k" => assert_eq!(ppf, 1.0),
+                    "window-64k" | "minor-64k" => assert_eq!(ppf, 16.0),
+                    _ => {}
                 }
             }
         }
