@@ -82,7 +82,7 @@ fn futex_wake_smoke_round_trips_through_json_with_every_variant() {
                     cell.errors
                 );
                 let summary = &cell.metrics[primary];
-                assert_eq!(summary.samples.len(), opts.reps);
+                assert_eq!(summary.samples.len(), report.reps);
                 assert!(summary.median > 0.0, "{name} at {}", case.label);
             }
         }
