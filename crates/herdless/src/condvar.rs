@@ -1,46 +1,77 @@
-//! A condition variable whose `notify_all` requeues instead of waking a herd.
+//! A condition variable for [`Mutex`](crate::Mutex) guards: no spurious
+//! wakeups, truthful notify counts, and `notify_all` that requeues instead
+//! of waking a herd.
 //!
-//! Waiters sleep on a sequence word in the [`FutexTable`]. `notify_one`
-//! bumps the sequence and wakes one. `notify_all` bumps it and then makes one
-//! `cmp_requeue`: it wakes a single waiter and moves all the others onto the
-//! mutex word, so they are woken one at a time as the mutex is handed on
-//! rather than all at once to fight over it (seed 001's lesson applied to the
-//! condvar, as glibc and musl do).
+//! Use it as `parking_lot::Condvar` or `std::sync::Condvar`: wait with a
+//! guard, loop on your condition, notify after changing it. `notify_one`
+//! returns whether it woke (or requeued) a waiter and `notify_all` how
+//! many, and a wait returns only when notified or timed out: loops like
+//! `while !cv.notify_one() {}` work. Seed lineage: 004 (the futex table
+//! it sleeps in) and 001 (no herd: waiters are moved to the mutex, not all
+//! woken to fight over it).
 //!
-//! Why nobody stalls on the mutex word: every thread that returns from a
-//! condvar wait relocks in "contended" state (2), so its unlock wakes the
-//! next requeued thread (see [`mutex`](crate::mutex)). The one woken by the
-//! requeue starts the chain, and it is woken only after the requeue has
-//! moved everyone (wakeups happen after the bucket locks are dropped).
+//! # How it works (parking_lot's condvar on the futex table)
+//! A waiter parks on the condvar's own address in the
+//! [`FutexTable`](crate::FutexTable). Under the bucket lock it records in
+//! `state` which mutex it uses, queues itself, and only *then* releases
+//! the mutex (`before_sleep`). So a notifier that changed the condition
+//! under the mutex always finds it queued: no sequence counter, and no
+//! wakeup that was not a notification.
+//! - `notify_one` wakes the oldest waiter; if the waiter's mutex is held
+//!   (typically by the notifier) it is *moved* onto the mutex instead
+//!   ("wait morphing"), to be woken by the unlock it would otherwise sleep
+//!   on right after waking.
+//! - `notify_all` moves every waiter onto the mutex when it is held, and
+//!   otherwise wakes one and moves the rest. Either way each waiter is woken
+//!   once, by an unlock, and only when the mutex is free for it.
 //!
-//! A condvar remembers the mutex it is used with. If it is ever used with
-//! two different mutexes, `notify_all` falls back to waking everybody, which
-//! is always correct: no panic, no lost wakeup.
+//! `state` holds the address of the mutex word the queued waiters use,
+//! [`NO_WAITERS`] when none is queued, or [`MIXED`]. It is written only
+//! under the condvar's bucket lock (by a queueing waiter, a timed-out last
+//! waiter, and the notifies), so every decision made under that lock sees
+//! the waiters as they are: a waiter using a second mutex for the first
+//! time turns `state` to `MIXED` before it is queued, and a `notify_all`
+//! that finds `MIXED` under the lock wakes everybody rather than moving
+//! anyone onto the wrong mutex (`parking_lot` panics instead). The loom
+//! model `a_waiter_on_a_second_mutex_is_never_requeued_onto_the_first`
+//! checks it.
 //!
-//! Spurious wakeups: a waiter that read the sequence before a notify but
-//! queued after it returns at once, so one `notify_one` can release more
-//! than one waiter. The notify methods therefore report `false`/`0` as the
-//! `lock_api` contract requires.
+//! # Why nobody stalls on the mutex word (ARCHITECTURE contract 5)
+//! A thread woken off the mutex word relocks it in "contended" state (2),
+//! so its unlock wakes the next requeued thread. A notify that moves
+//! waiters onto a *held* mutex first makes sure its word reads 2 (under
+//! the bucket locks), so the holder's unlock wakes the first of them; onto
+//! a *free* mutex it wakes one waiter, which starts the chain.
+//!
+//! # Why a notifier that skips the lock misses nobody it must see
+//! `notify_*` first reads `state` without a lock and returns at once if it
+//! is `NO_WAITERS`. A waiter stores its mutex into `state` under the bucket
+//! lock *before* it releases the mutex; a notifier that changed the
+//! condition holding that mutex acquired it after the waiter's release, so
+//! it reads the waiter's store (or a later one, which is `NO_WAITERS` only
+//! once that waiter has left). A notify that does not hold the mutex races
+//! the wait, and may be ordered before it.
 
 use std::time::Duration;
 #[cfg(not(loom))]
 use std::time::Instant;
 
 use crate::deadline::Deadline;
-use crate::futex::{FutexTable, RequeueError};
-use crate::mutex::RawMutex;
+use crate::futex::{address, FutexTable, Parked, RequeueOp};
+use crate::mutex::{RawMutex, HANDOFF};
 use crate::sync::{AtomicU32, AtomicUsize, Ordering};
+use crate::util::waiter::GRANTED;
 
-/// No mutex seen yet.
-const NO_MUTEX: usize = 0;
-/// Used with more than one mutex: never requeue.
+/// `state`: no waiter is queued.
+const NO_WAITERS: usize = 0;
+/// `state`: the queued waiters use more than one mutex: `notify_all` wakes
+/// them all instead of requeueing.
 const MIXED: usize = usize::MAX;
 
 /// The raw condvar. Use it through [`Condvar`].
 #[derive(Debug)]
 pub struct RawCondvar {
-    seq: AtomicU32,
-    mutex: AtomicUsize,
+    state: AtomicUsize,
 }
 
 /// A condition variable for [`Mutex`](crate::Mutex) guards.
@@ -73,8 +104,7 @@ impl RawCondvar {
     #[cfg(not(loom))]
     pub const fn new() -> Self {
         RawCondvar {
-            seq: AtomicU32::new(0),
-            mutex: AtomicUsize::new(NO_MUTEX),
+            state: AtomicUsize::new(NO_WAITERS),
         }
     }
 
@@ -82,88 +112,185 @@ impl RawCondvar {
     #[cfg(loom)]
     pub fn new() -> Self {
         RawCondvar {
-            seq: AtomicU32::new(0),
-            mutex: AtomicUsize::new(NO_MUTEX),
+            state: AtomicUsize::new(NO_WAITERS),
         }
     }
 
+    /// The key the waiters park on: the condvar's own address.
+    fn key(&self) -> usize {
+        &self.state as *const AtomicUsize as usize
+    }
+
     /// Unlocks `mutex`, waits for a notification or the timeout, relocks.
-    /// Returns `true` if the wait timed out.
+    /// Returns `true` if the wait timed out: no notification came before
+    /// the deadline (a waiter already moved onto the mutex by a notify
+    /// counts as notified, even if its deadline passes before it gets the
+    /// mutex back). `None` and `Duration::MAX` wait forever; a zero
+    /// timeout still releases and retakes the mutex.
     ///
     /// # Safety
     /// The caller holds `mutex`.
     pub unsafe fn wait_raw(&self, mutex: &RawMutex, timeout: Option<Duration>) -> bool {
-        let deadline = Deadline::after(timeout);
-        self.remember(mutex);
-        // Relaxed: we hold the mutex, and a notifier that changed the
-        // condition did so under the mutex, so it bumps `seq` after our
-        // unlock; the table's wait then sees the new value or is queued
-        // before the notifier's wake (the futex contract).
-        let seq = self.seq.load(Ordering::Relaxed);
-        // SAFETY: the caller holds the mutex.
-        unsafe { mutex.release() };
-        let timed_out = match FutexTable::global().wait(&self.seq, seq, deadline.remaining()) {
-            Ok(_) => false,
-            Err(e) => e == crate::futex::WaitError::TimedOut,
-        };
-        mutex.acquire_contended(Deadline::Never);
-        timed_out
-    }
-
-    fn remember(&self, mutex: &RawMutex) {
-        let address = mutex.word() as *const AtomicU32 as usize;
-        match self.mutex.load(Ordering::Relaxed) {
-            seen if seen == address || seen == MIXED => {}
-            NO_MUTEX => {
-                if let Err(seen) = self.mutex.compare_exchange(
-                    NO_MUTEX,
-                    address,
-                    Ordering::Relaxed,
-                    Ordering::Relaxed,
-                ) {
-                    if seen != address {
-                        self.mutex.store(MIXED, Ordering::Relaxed);
-                    }
+        let key = self.key();
+        let mutex_key = address(mutex.word());
+        let mut requeued = false;
+        let parked = FutexTable::global().park(
+            key,
+            || {
+                // Under the condvar's bucket lock (see the module docs).
+                // Relaxed: every access to `state` but the notifiers'
+                // first look is made under this lock.
+                match self.state.load(Ordering::Relaxed) {
+                    NO_WAITERS => self.state.store(mutex_key, Ordering::Relaxed),
+                    seen if seen == mutex_key || seen == MIXED => {}
+                    _ => self.state.store(MIXED, Ordering::Relaxed),
                 }
+                true
+            },
+            // SAFETY: the caller holds the mutex; it is released once we
+            // are queued, which is what makes the wait atomic with respect
+            // to notifications.
+            || unsafe { mutex.release() },
+            |key_now, was_last| {
+                // Timed out on the mutex word: a notify had already moved
+                // us there, so we were notified.
+                requeued = key_now != key;
+                if !requeued && was_last {
+                    // Relaxed: under the condvar's bucket lock.
+                    self.state.store(NO_WAITERS, Ordering::Relaxed);
+                }
+            },
+            Deadline::after(timeout),
+            false,
+        );
+        match parked {
+            Parked::Unparked {
+                token,
+                key: woken_on,
+            } => {
+                // Woken off the condvar, or off our own mutex after a notify
+                // moved us there; never off another mutex (module docs).
+                if cfg!(any(loom, debug_assertions)) {
+                    assert!(
+                        woken_on == key || woken_on == mutex_key,
+                        "a condvar waiter was moved onto a mutex it does not use"
+                    );
+                }
+                // Moved onto the mutex, then handed it by a fair unlock:
+                // it is ours already.
+                if token != HANDOFF {
+                    mutex.acquire_contended(Deadline::Never);
+                }
+                false
             }
-            _ => self.mutex.store(MIXED, Ordering::Relaxed),
+            Parked::TimedOut => {
+                mutex.acquire_contended(Deadline::Never);
+                !requeued
+            }
+            Parked::Invalid => unreachable!("the condvar's validate always queues"),
         }
     }
 
-    /// Wakes one waiter.
-    pub fn notify_one_raw(&self) -> usize {
-        self.seq.fetch_add(1, Ordering::Relaxed);
-        FutexTable::global().wake(&self.seq, 1)
+    /// Wakes the oldest waiter, or moves it onto its mutex if that mutex is
+    /// held. Returns whether there was a waiter.
+    pub fn notify_one_raw(&self) -> bool {
+        // Relaxed: see the module docs, "Why a notifier that skips the lock
+        // misses nobody it must see".
+        if self.state.load(Ordering::Relaxed) == NO_WAITERS {
+            return false;
+        }
+        self.notify(1) != 0
     }
 
-    /// Wakes one waiter and requeues the rest onto the mutex. Returns the
-    /// number woken plus requeued.
+    /// Wakes every waiter: moves them all onto their mutex if it is held,
+    /// otherwise wakes one and moves the rest. Returns how many waiters
+    /// were woken or moved.
     pub fn notify_all_raw(&self) -> usize {
-        let table = FutexTable::global();
-        let mut seq = self.seq.fetch_add(1, Ordering::Relaxed).wrapping_add(1);
-        // Relaxed: the address was stored by a waiter before it queued; a
-        // waiter we could requeue is in the table, and the table's locks
-        // order its `remember` before our read.
-        let mutex = self.mutex.load(Ordering::Relaxed);
-        if mutex == NO_MUTEX || mutex == MIXED {
-            return table.wake_all(&self.seq);
+        // Relaxed: as in `notify_one_raw`.
+        if self.state.load(Ordering::Relaxed) == NO_WAITERS {
+            return 0;
         }
+        self.notify(usize::MAX)
+    }
+
+    /// Notifies up to `n` waiters (1 or all).
+    #[cold]
+    fn notify(&self, n: usize) -> usize {
+        let table = FutexTable::global();
+        let key = self.key();
         loop {
-            match table.cmp_requeue_to(&self.seq, mutex, seq, 1, usize::MAX) {
-                Ok(done) => return done.woken + done.requeued,
-                // A concurrent notify moved the sequence on: requeue
-                // whoever waits under the new value.
-                Err(RequeueError::ValueMismatch { found, .. }) => seq = found,
-                Err(RequeueError::SameWord) => return table.wake_all(&self.seq),
+            // Relaxed: a guess at the target bucket, validated under the
+            // locks below.
+            let mutex = match self.state.load(Ordering::Relaxed) {
+                NO_WAITERS => return 0,
+                MIXED => return self.wake_mixed(n),
+                mutex => mutex,
+            };
+            let done = table.unpark_requeue(
+                key,
+                mutex,
+                || {
+                    // Under both bucket locks; `state` is guarded by the
+                    // condvar's. Changed since the guess: all the waiters of
+                    // that mutex left, or one of another mutex came; look
+                    // again.
+                    if self.state.load(Ordering::Relaxed) != mutex {
+                        return None;
+                    }
+                    // SAFETY: `state` names this mutex under the condvar's
+                    // bucket lock, so a waiter using it is queued (the last
+                    // waiter to leave resets `state` under this lock), and a
+                    // queued waiter borrows its mutex for the whole wait:
+                    // the word is live while we hold the lock.
+                    let word = unsafe { &*(mutex as *const AtomicU32) };
+                    let held = RawMutex::mark_contended_if_held(word);
+                    // A held mutex: move them all; its holder's unlock wakes
+                    // the first. A free one: wake one, it starts the chain.
+                    let wake = usize::from(!held);
+                    Some(RequeueOp {
+                        wake: wake.min(n),
+                        requeue: n - wake.min(n),
+                    })
+                },
+                |_, have_more| {
+                    if !have_more {
+                        // Relaxed: under the condvar's bucket lock.
+                        self.state.store(NO_WAITERS, Ordering::Relaxed);
+                    }
+                },
+            );
+            if let Some(done) = done {
+                return done.woken + done.requeued;
             }
+        }
+    }
+
+    /// Wakes up to `n` waiters of a condvar used with several mutexes: they
+    /// cannot all be moved onto one mutex, so they are woken.
+    fn wake_mixed(&self, n: usize) -> usize {
+        let table = FutexTable::global();
+        let reset = || {
+            // Relaxed: under the condvar's bucket lock.
+            self.state.store(NO_WAITERS, Ordering::Relaxed);
+        };
+        if n == 1 {
+            let found = table.unpark_one(self.key(), |found| {
+                if !found.have_more {
+                    reset();
+                }
+                GRANTED
+            });
+            found.unparked
+        } else {
+            table.unpark_all(self.key(), reset)
         }
     }
 }
 
-// SAFETY: `wait` unlocks the mutex and queues on `seq` atomically with
-// respect to notifications (a notify bumps `seq` first, so a waiter that has
-// unlocked but not yet queued sees the change), and relocks before
-// returning. It cannot panic between unlock and relock.
+// SAFETY: `wait` queues on the condvar's key under the bucket lock *before*
+// it releases the mutex, so it is atomic with respect to notifications, and
+// relocks before returning (or holds the mutex already, handed over by a
+// fair unlock). It cannot panic between unlock and relock.
 #[cfg(not(loom))]
 unsafe impl lock_api::RawCondvar for RawCondvar {
     #[allow(clippy::declare_interior_mutable_const)]
@@ -175,14 +302,15 @@ unsafe impl lock_api::RawCondvar for RawCondvar {
         unsafe { self.wait_raw(mutex, None) };
     }
 
+    /// No spurious wakeups: the result is exact (a waiter moved onto the
+    /// mutex counts; one whose wait ended by timeout does not).
     fn notify_one(&self) -> bool {
-        self.notify_one_raw();
-        false
+        self.notify_one_raw()
     }
 
+    /// No spurious wakeups: the result is exact.
     fn notify_all(&self) -> usize {
-        self.notify_all_raw();
-        0
+        self.notify_all_raw()
     }
 }
 

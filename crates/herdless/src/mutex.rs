@@ -21,9 +21,12 @@ use std::time::Instant;
 
 use crossbeam_utils::Backoff;
 
+use std::num::NonZeroU32;
+
 use crate::deadline::Deadline;
-use crate::futex::{FutexTable, WaitError};
+use crate::futex::{address, FutexTable, Parked};
 use crate::sync::{AtomicU32, Ordering};
+use crate::util::waiter::GRANTED;
 
 const UNLOCKED: u32 = 0;
 const LOCKED: u32 = 1;
@@ -31,6 +34,12 @@ const CONTENDED: u32 = 2;
 
 /// Spin rounds before sleeping (bounded exponential backoff).
 const SPIN_ROUNDS: u32 = 6;
+
+/// The grant token of a fair unlock: "the lock is yours, still held".
+pub(crate) const HANDOFF: NonZeroU32 = match NonZeroU32::new(2) {
+    Some(token) => token,
+    None => unreachable!(),
+};
 
 /// The raw mutex. Use it through [`Mutex`].
 #[derive(Debug)]
@@ -120,20 +129,32 @@ impl RawMutex {
     /// Takes the lock marking it contended: the path of a thread that has
     /// slept (here or on a condvar) and may not be the last sleeper.
     pub(crate) fn acquire_contended(&self, deadline: Deadline) -> bool {
+        let key = address(&self.state);
         loop {
             // Acquire as in `try_acquire`.
             if self.state.swap(CONTENDED, Ordering::Acquire) == UNLOCKED {
                 return true;
             }
-            let timeout = deadline.remaining();
-            match FutexTable::global().wait(&self.state, CONTENDED, timeout) {
-                Ok(_) | Err(WaitError::ValueChanged) => {}
-                Err(WaitError::TimedOut) => {
-                    // Our swap may have left the word at 2 with nobody
-                    // asleep: that costs the holder one spare wake, nothing
-                    // more.
-                    return false;
-                }
+            // Relaxed: the futex rule (ARCHITECTURE contract 1); a release
+            // that stored UNLOCKED before our check is seen here or wakes
+            // us.
+            let parked = FutexTable::global().park(
+                key,
+                || self.state.load(Ordering::Relaxed) == CONTENDED,
+                || {},
+                |_, _| {},
+                deadline,
+                false,
+            );
+            match parked {
+                // A fair unlock handed the lock to us: it stayed held, and
+                // the grant's Release/Acquire orders the previous holder's
+                // critical section before ours.
+                Parked::Unparked { token, .. } if token == HANDOFF => return true,
+                Parked::Unparked { .. } | Parked::Invalid => {}
+                // Our swap may have left the word at 2 with nobody asleep:
+                // that costs the holder one spare wake, nothing more.
+                Parked::TimedOut => return false,
             }
         }
     }
@@ -147,6 +168,73 @@ impl RawMutex {
         // Release pairs with the Acquire of the next owner.
         if self.state.swap(UNLOCKED, Ordering::Release) == CONTENDED {
             FutexTable::global().wake(&self.state, 1);
+        }
+    }
+
+    /// Releases the lock *fairly*: if a thread sleeps on it, the lock is
+    /// handed to the oldest sleeper directly and stays held, so no running
+    /// thread can barge in ahead of it (the sleeper is woken after the
+    /// table's bucket lock is dropped, as every wake is).
+    ///
+    /// # Safety
+    /// The caller holds the lock.
+    pub unsafe fn release_fair(&self) {
+        // Nobody sleeps (state 1): a plain release is fair. Release as in
+        // `release`.
+        if self
+            .state
+            .compare_exchange(LOCKED, UNLOCKED, Ordering::Release, Ordering::Relaxed)
+            .is_ok()
+        {
+            return;
+        }
+        FutexTable::global().unpark_one(address(&self.state), |found| {
+            // Under the bucket lock of the mutex word: a thread about to
+            // sleep on it validates the word under this same lock, so it
+            // sees what we store here.
+            if found.unparked == 0 {
+                // Nobody was asleep after all: release. Release as above.
+                self.state.store(UNLOCKED, Ordering::Release);
+                return GRANTED;
+            }
+            if !found.have_more {
+                // The new owner is the last sleeper: its release need not
+                // wake anyone (a thread that sleeps later swaps in 2).
+                // Relaxed: the lock stays held; the hand-off's grant
+                // (Release) orders our critical section before the next.
+                self.state.store(LOCKED, Ordering::Relaxed);
+            }
+            HANDOFF
+        });
+    }
+
+    /// If the mutex with futex word `word` is held, marks it contended so
+    /// that its holder's unlock wakes a sleeper; returns whether it is held.
+    /// The condvar calls it, under the bucket locks of a requeue, before it
+    /// moves waiters onto the word (ARCHITECTURE contract 5).
+    pub(crate) fn mark_contended_if_held(word: &AtomicU32) -> bool {
+        // Relaxed: the word's RMWs have one modification order. If our CAS
+        // comes before the holder's release swap, the swap reads CONTENDED
+        // and wakes; that wake's fence (B) comes after our requeue's
+        // announce and fence (the swap reads from our CAS), so it sees the
+        // target bucket counted and serialises with the requeue on the
+        // bucket lock. If the swap comes first, we read UNLOCKED and the
+        // requeue wakes a waiter instead.
+        let mut seen = word.load(Ordering::Relaxed);
+        loop {
+            match seen {
+                UNLOCKED => return false,
+                CONTENDED => return true,
+                _ => match word.compare_exchange_weak(
+                    seen,
+                    CONTENDED,
+                    Ordering::Relaxed,
+                    Ordering::Relaxed,
+                ) {
+                    Ok(_) => return true,
+                    Err(now) => seen = now,
+                },
+            }
         }
     }
 
@@ -180,6 +268,28 @@ unsafe impl lock_api::RawMutex for RawMutex {
 
     fn is_locked(&self) -> bool {
         self.is_held()
+    }
+}
+
+// SAFETY: a fair unlock releases the lock as `unlock` does, or hands it,
+// still held, to a sleeper that then owns it (token HANDOFF).
+#[cfg(not(loom))]
+unsafe impl lock_api::RawMutexFair for RawMutex {
+    unsafe fn unlock_fair(&self, _guard: Self::Guard) {
+        // SAFETY: the guard proves the lock is held.
+        unsafe { self.release_fair() }
+    }
+
+    unsafe fn bump(&self, _guard: &mut Self::Guard) {
+        // Yield only to a sleeper; with nobody asleep there is nobody to be
+        // fair to. Relaxed: a hint; a sleeper that arrives just after we
+        // looked will get the lock at our next unlock.
+        if self.state.load(Ordering::Relaxed) == CONTENDED {
+            // SAFETY: the guard proves the lock is held; we take it back
+            // before returning, as the trait requires.
+            unsafe { self.release_fair() };
+            self.acquire();
+        }
     }
 }
 

@@ -142,8 +142,22 @@ thread_local! {
 }
 
 /// Runs `f` with the calling thread's own parker.
+///
+/// Works in every context a thread can run code, including the destructors
+/// of `thread_local!` values: once the thread's own parker has been
+/// destroyed (or while it is being destroyed), `f` gets a fresh parker
+/// created for this call, as `parking_lot_core` does for its `ThreadData`.
+/// That is sound because a parker is only ever reached through the
+/// `Unparker` clones handed out during the call: wakers hold `Arc`s to it,
+/// so it lives as long as anyone may still unpark it.
 pub fn with_current<R>(f: impl FnOnce(&Parker) -> R) -> R {
-    CURRENT.with(f)
+    let mut f = Some(f);
+    // `try_with` fails only during or after the destruction of this
+    // thread's `CURRENT`; `f` has not run then.
+    match CURRENT.try_with(|parker| (f.take().expect("runs once"))(parker)) {
+        Ok(r) => r,
+        Err(_) => (f.take().expect("not run by the failed access"))(&Parker::new()),
+    }
 }
 
 #[cfg(all(test, loom))]

@@ -173,3 +173,151 @@ fn condvar_notify_all_requeue_never_strands_a_waiter() {
         }
     });
 }
+
+/// A condvar wait returns only when notified or timed out, and the notify
+/// says so exactly: `notify_one` is true iff the waiter reports "not timed
+/// out" (lock_api's contract for condvars without spurious wakeups). The
+/// notifier does not hold the mutex, so the notify may find the waiter
+/// queued but still holding its mutex (wait morphing moves it onto the
+/// mutex it is about to release) or gone after its timeout.
+#[test]
+fn notify_one_is_true_exactly_when_the_waiter_was_notified() {
+    model(3, || {
+        let shared = Arc::new((RawMutex::new(), RawCondvar::new()));
+        let waiter = {
+            let shared = shared.clone();
+            thread::spawn(move || {
+                let (m, c) = &*shared;
+                m.acquire();
+                // SAFETY: we hold `m`.
+                let timed_out = unsafe { c.wait_raw(m, Some(std::time::Duration::from_secs(1))) };
+                assert!(m.is_held(), "the wait returns holding the mutex");
+                // SAFETY: we hold `m`.
+                unsafe { m.release() };
+                timed_out
+            })
+        };
+        let (_, c) = &*shared;
+        let notified = c.notify_one_raw();
+        let timed_out = waiter.join().unwrap();
+        assert_eq!(
+            notified, !timed_out,
+            "notify said {notified}, the wait timed out: {timed_out}"
+        );
+        assert_eq!(FutexTable::global().total_waiters(), 0);
+    });
+}
+
+/// parking_lot's `test_condvar_requeue` shape: `while !notify_one() {}`
+/// terminates, and an untimed wait returns exactly once per notification.
+/// The notifier holds the mutex, so the waiter is moved onto it and woken
+/// by the unlock.
+#[test]
+fn looping_on_notify_one_reaches_the_waiter() {
+    model(2, || {
+        let shared = Arc::new((RawMutex::new(), RawCondvar::new()));
+        let waiter = {
+            let shared = shared.clone();
+            thread::spawn(move || {
+                let (m, c) = &*shared;
+                m.acquire();
+                // SAFETY: we hold `m`. No loop: there are no spurious
+                // wakeups, so one notification ends one wait.
+                unsafe { c.wait_raw(m, None) };
+                // SAFETY: we hold `m`.
+                unsafe { m.release() };
+            })
+        };
+        let (m, c) = &*shared;
+        loop {
+            m.acquire();
+            let notified = c.notify_one_raw();
+            // SAFETY: we hold `m`.
+            unsafe { m.release() };
+            if notified {
+                break;
+            }
+            thread::yield_now();
+        }
+        waiter.join().unwrap();
+        assert_eq!(FutexTable::global().total_waiters(), 0);
+    });
+}
+
+/// Issue 12, item 5: a condvar used with mutex `m1` by one waiter and with
+/// `m2` by another (for the first time). Whatever the interleaving of the
+/// second waiter's first wait and a `notify_all`, nobody is moved onto a
+/// mutex it does not use (it would sleep there forever: a loom deadlock).
+#[test]
+fn a_waiter_on_a_second_mutex_is_never_requeued_onto_the_first() {
+    model(2, || {
+        let shared = Arc::new((
+            [RawMutex::new(), RawMutex::new()],
+            RawCondvar::new(),
+            [AtomicU32::new(0), AtomicU32::new(0)],
+        ));
+        let waiters: Vec<_> = (0..2)
+            .map(|i| {
+                let shared = shared.clone();
+                thread::spawn(move || {
+                    let (mutexes, c, flags) = &*shared;
+                    let m = &mutexes[i];
+                    m.acquire();
+                    while flags[i].load(Ordering::Relaxed) == 0 {
+                        // SAFETY: we hold `m`.
+                        unsafe { c.wait_raw(m, None) };
+                    }
+                    // SAFETY: we hold `m`.
+                    unsafe { m.release() };
+                })
+            })
+            .collect();
+        let (mutexes, c, flags) = &*shared;
+        for (m, flag) in mutexes.iter().zip(flags) {
+            m.acquire();
+            flag.store(1, Ordering::Relaxed);
+            // SAFETY: we hold `m`.
+            unsafe { m.release() };
+        }
+        // Holding m1 makes a requeue onto m1 move everyone (its holder's
+        // unlock wakes them): the path that would strand an m2 waiter.
+        mutexes[0].acquire();
+        c.notify_all_raw();
+        // SAFETY: we hold it.
+        unsafe { mutexes[0].release() };
+        for w in waiters {
+            w.join().unwrap();
+        }
+        assert_eq!(FutexTable::global().total_waiters(), 0);
+    });
+}
+
+/// A fair unlock hands the lock to a sleeper (or releases it when nobody
+/// sleeps): mutual exclusion holds and nobody is stranded.
+#[test]
+fn fair_unlock_hands_over_without_losing_the_lock() {
+    model(3, || {
+        let shared = Arc::new((RawMutex::new(), AtomicU32::new(0)));
+        let other = {
+            let shared = shared.clone();
+            thread::spawn(move || {
+                let (m, count) = &*shared;
+                m.acquire();
+                let n = count.load(Ordering::Relaxed);
+                count.store(n + 1, Ordering::Relaxed);
+                // SAFETY: we hold `m`.
+                unsafe { m.release_fair() };
+            })
+        };
+        let (m, count) = &*shared;
+        m.acquire();
+        let n = count.load(Ordering::Relaxed);
+        count.store(n + 1, Ordering::Relaxed);
+        // SAFETY: we hold `m`.
+        unsafe { m.release_fair() };
+        other.join().unwrap();
+        assert_eq!(count.load(Ordering::Relaxed), 2, "no increment lost");
+        assert!(!m.is_held());
+        assert_eq!(FutexTable::global().total_waiters(), 0);
+    });
+}

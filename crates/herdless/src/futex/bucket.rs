@@ -1,14 +1,14 @@
-//! A hash bucket of the futex table (kernel: `futex_hash_bucket`).
+//! A hash bucket of the futex table (kernel: `futex_hash_bucket`), and the
+//! keyed cursor every walk of its list uses.
 
 use std::ptr::NonNull;
 
 use crossbeam_utils::CachePadded;
 
-use super::waiter::{Waiter, WOKEN};
-use crate::lock::{LockGuard, SpinParkLock};
+use super::waiter::Waiter;
+use crate::lock::SpinParkLock;
 use crate::sync::{AtomicUsize, Ordering};
 use crate::util::linked_list::LinkedList;
-use crate::util::wake_list::WakeList;
 
 pub(super) type Queue = LinkedList<Waiter>;
 
@@ -27,7 +27,7 @@ impl Bucket {
         }
     }
 
-    /// Announces a waiter (raise before locking; see the module docs).
+    /// Announces waiters (raise before locking; see the module docs).
     /// The caller issues fence (A) after it.
     pub(super) fn announce(&self, n: usize) {
         self.waiters.fetch_add(n, Ordering::Relaxed);
@@ -41,49 +41,64 @@ impl Bucket {
     }
 }
 
-/// Dequeues, in FIFO order, up to `max` waiters of `key` from the locked
-/// `queue` onto `wake_list`, withdrawing them from `bucket`'s count.
-/// Returns how many were dequeued. The caller wakes `wake_list` after
-/// dropping the lock.
-pub(super) fn dequeue_waiters(
-    queue: &mut LockGuard<'_, Queue>,
-    bucket: &Bucket,
+/// Walks the waiters of one key in a locked bucket list, oldest first
+/// (other keys hashed to the same bucket are skipped). The caller may
+/// unlink each waiter it is handed before asking for the next: the cursor
+/// has already read the successor.
+pub(super) struct KeyedCursor<'q> {
+    queue: &'q mut Queue,
     key: usize,
-    max: usize,
-    wake_list: &mut WakeList,
-) -> usize {
-    let mut taken = 0;
-    let mut cursor = queue.front();
-    while let Some(node) = cursor {
-        if taken == max {
-            break;
-        }
-        // SAFETY: `node` is in `queue`, which we hold locked, so it is live
-        // and its links are ours. We read `next` before `node` can be freed.
-        cursor = unsafe { queue.next(node) };
-        // SAFETY: as above; only shared access, to atomics and the unparker.
-        let waiter = unsafe { node.as_ref() };
-        if waiter.key.load(Ordering::Relaxed) != key {
-            continue;
-        }
-        // SAFETY: `node` is in `queue`.
-        unsafe { queue.remove(node) };
-        bucket.withdraw(1);
-        wake_list.push(waiter.unparker.clone());
-        publish_woken(node);
-        taken += 1;
-    }
-    taken
+    /// The waiter `next` returned last, while it is still linked.
+    current: Option<NonNull<Waiter>>,
+    next: Option<NonNull<Waiter>>,
 }
 
-/// Tells a dequeued waiter it was woken. This is the last access to the
-/// record: the waiter may return and free it as soon as it sees `WOKEN`.
-pub(super) fn publish_woken(node: NonNull<Waiter>) {
-    // SAFETY: the record is live until the waiter observes WOKEN, which can
-    // only happen after this store.
-    let state = unsafe { &node.as_ref().state };
-    // Release pairs with the waiter's Acquire load of `state`: our unlinking
-    // and everything the waking thread did before (e.g. its store to the
-    // futex word) happen-before the waiter's return.
-    state.store(WOKEN, Ordering::Release);
+impl<'q> KeyedCursor<'q> {
+    /// A cursor at the front of `queue`, which the caller holds locked.
+    pub(super) fn new(queue: &'q mut Queue, key: usize) -> Self {
+        let next = queue.front();
+        KeyedCursor {
+            queue,
+            key,
+            current: None,
+            next,
+        }
+    }
+
+    /// The next waiter of the key.
+    pub(super) fn next(&mut self) -> Option<NonNull<Waiter>> {
+        while let Some(node) = self.next {
+            // SAFETY: `node` is in the list, which the caller holds locked
+            // (the cursor borrows it), so it is live and its links are
+            // ours; the successor is read before the caller may unlink it.
+            self.next = unsafe { self.queue.next(node) };
+            // SAFETY: as above; shared access to an atomic of the payload.
+            let key = unsafe { node.as_ref() }
+                .payload()
+                .key
+                .load(Ordering::Relaxed);
+            // Relaxed: `key` is written only under this bucket's lock.
+            if key == self.key {
+                self.current = Some(node);
+                return Some(node);
+            }
+        }
+        self.current = None;
+        None
+    }
+
+    /// Unlinks the waiter [`next`](Self::next) returned last and returns
+    /// it (the caller then grants it or links it elsewhere).
+    pub(super) fn unlink_current(&mut self) -> NonNull<Waiter> {
+        let node = self.current.take().expect("unlink_current after next");
+        // SAFETY: `next` handed out `node` from this locked list and it has
+        // not been unlinked since (`current` is taken once).
+        unsafe { self.queue.remove(node) };
+        node
+    }
+
+    /// Whether another waiter of the key follows (consumes the cursor).
+    pub(super) fn has_more(mut self) -> bool {
+        self.next().is_some()
+    }
 }

@@ -64,8 +64,11 @@
 
 mod bucket;
 mod error;
+mod park;
 mod table;
 mod waiter;
 
 pub use error::{FutexError, RequeueError, WaitError};
+pub(crate) use park::{Parked, RequeueOp};
+pub(crate) use table::address;
 pub use table::{FutexStats, FutexTable, Requeued, WakePolicy, Woken};

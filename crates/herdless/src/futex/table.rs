@@ -1,17 +1,13 @@
 //! [`FutexTable`]: wait, wake and requeue on 32-bit words.
 
-use std::pin::pin;
-use std::ptr::NonNull;
 use std::time::Duration;
 
-use super::bucket::{dequeue_waiters, Bucket};
+use super::bucket::{Bucket, KeyedCursor};
 use super::error::{FutexError, RequeueError, WaitError};
-use super::waiter::{Waiter, WOKEN};
+use super::park::{Parked, RequeueOp};
 use crate::deadline::Deadline;
-use crate::parker;
 use crate::stats::Counter;
-use crate::sync::{fence, AtomicU32, Ordering};
-use crate::util::wake_list::WakeList;
+use crate::sync::{AtomicU32, Ordering};
 
 /// How [`FutexTable::wake`] decides whether to take the bucket lock.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -56,14 +52,14 @@ pub struct FutexStats {
 }
 
 #[derive(Default)]
-struct Counters {
+pub(super) struct Counters {
     // One event per path: `wakes` is derived (skipped + lock acquisitions),
     // so a skipped wake pays for exactly one count.
-    waits: Counter,
-    wakes_skipped: Counter,
-    wake_lock_acquisitions: Counter,
-    wakeups: Counter,
-    requeued: Counter,
+    pub(super) waits: Counter,
+    pub(super) wakes_skipped: Counter,
+    pub(super) wake_lock_acquisitions: Counter,
+    pub(super) wakeups: Counter,
+    pub(super) requeued: Counter,
 }
 
 /// The largest bucket count [`FutexTable::with_buckets`] accepts.
@@ -106,10 +102,10 @@ pub const MAX_BUCKETS: usize = 1 << 20;
 /// assert_eq!(table.total_waiters(), 0);
 /// ```
 pub struct FutexTable {
-    buckets: Box<[Bucket]>,
+    pub(super) buckets: Box<[Bucket]>,
     mask: usize,
-    policy: WakePolicy,
-    counters: Counters,
+    pub(super) policy: WakePolicy,
+    pub(super) counters: Counters,
 }
 
 impl std::fmt::Debug for FutexTable {
@@ -121,7 +117,7 @@ impl std::fmt::Debug for FutexTable {
     }
 }
 
-fn address(word: &AtomicU32) -> usize {
+pub(crate) fn address(word: &AtomicU32) -> usize {
     word as *const AtomicU32 as usize
 }
 
@@ -189,7 +185,7 @@ impl FutexTable {
     }
 
     #[cfg(not(loom))]
-    fn index(&self, key: usize) -> usize {
+    pub(super) fn index(&self, key: usize) -> usize {
         // Fibonacci hashing of the address; the high bits are the well mixed ones.
         let hash = (key as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
         (hash >> 32) as usize & self.mask
@@ -200,7 +196,7 @@ impl FutexTable {
     /// (allocations are 16-byte aligned), so neighbouring words in one
     /// allocation land in fixed buckets.
     #[cfg(loom)]
-    fn index(&self, key: usize) -> usize {
+    pub(super) fn index(&self, key: usize) -> usize {
         (key >> 2) & self.mask
     }
 
@@ -220,78 +216,21 @@ impl FutexTable {
         expected: u32,
         timeout: Option<Duration>,
     ) -> Result<Woken, WaitError> {
-        self.counters.waits.add(1);
-        let key = address(word);
-        let index = self.index(key);
-        let bucket = &self.buckets[index];
-
-        // Announce, then fence (A): pairs with fence (B) in `wake`.
-        bucket.announce(1);
-        fence(Ordering::SeqCst);
-
-        let mut queue = bucket.queue.lock();
-        // Relaxed suffices: the fences order this load against the waker's
-        // store (lock-free wake), and the bucket lock does when the waker
-        // locks.
-        if word.load(Ordering::Relaxed) != expected {
-            drop(queue);
-            bucket.withdraw(1);
-            return Err(WaitError::ValueChanged);
-        }
-        if timeout == Some(Duration::ZERO) {
-            drop(queue);
-            bucket.withdraw(1);
-            return Err(WaitError::TimedOut);
-        }
-        let deadline = Deadline::after(timeout);
-
-        parker::with_current(|parker| {
-            let waiter = pin!(Waiter::new(key, index, parker.unparker()));
-            let node = NonNull::from(&*waiter);
-            // SAFETY: the record is pinned on this stack frame and is not
-            // freed before it has left every list: we return only after a
-            // waker removed it (state WOKEN, its last touch) or after we
-            // removed it ourselves under its bucket lock (`cancel`).
-            unsafe { queue.push_back(node) };
-            drop(queue);
-
-            loop {
-                // Acquire pairs with the Release in `publish_woken`.
-                if waiter.state.load(Ordering::Acquire) == WOKEN {
-                    return Ok(Woken);
-                }
-                parker.park_deadline(deadline);
-                if waiter.state.load(Ordering::Acquire) != WOKEN && deadline.has_passed() {
-                    return self.cancel(&waiter);
-                }
-            }
-        })
-    }
-
-    /// Removes a timed-out waiter, unless a wake got to it first.
-    fn cancel(&self, waiter: &Waiter) -> Result<Woken, WaitError> {
-        loop {
-            // The record may move to another bucket (requeue) until we hold
-            // the lock of the bucket it is on; re-check under the lock.
-            // Relaxed: the lock acquisition orders the re-check after the
-            // requeue's store, which was made under this same lock.
-            let index = waiter.bucket.load(Ordering::Relaxed);
-            let bucket = &self.buckets[index];
-            let mut queue = bucket.queue.lock();
-            if waiter.bucket.load(Ordering::Relaxed) != index {
-                continue;
-            }
-            // The wake wins a tie (contract 5): it has dequeued us and
-            // withdrawn us from the count already.
-            if waiter.state.load(Ordering::Acquire) == WOKEN {
-                return Ok(Woken);
-            }
-            // SAFETY: the record is in this bucket's list (not woken, and
-            // `bucket` is current under the lock we hold).
-            unsafe { queue.remove(NonNull::from(waiter)) };
-            drop(queue);
-            bucket.withdraw(1);
-            return Err(WaitError::TimedOut);
+        // Relaxed suffices for the load: the fences order it against the
+        // waker's store (lock-free wake), and the bucket lock does when the
+        // waker locks.
+        let parked = self.park(
+            address(word),
+            || word.load(Ordering::Relaxed) == expected,
+            || {},
+            |_, _| {},
+            Deadline::after(timeout),
+            timeout == Some(Duration::ZERO),
+        );
+        match parked {
+            Parked::Unparked { .. } => Ok(Woken),
+            Parked::Invalid => Err(WaitError::ValueChanged),
+            Parked::TimedOut => Err(WaitError::TimedOut),
         }
     }
 
@@ -304,25 +243,7 @@ impl FutexTable {
         if n == 0 {
             return 0;
         }
-        let key = address(word);
-        let bucket = &self.buckets[self.index(key)];
-        if self.policy == WakePolicy::WaiterCount {
-            // Fence (B): pairs with fence (A) in `wait`; orders the caller's
-            // store to the word before our read of the count.
-            fence(Ordering::SeqCst);
-            if bucket.waiters.load(Ordering::Relaxed) == 0 {
-                self.counters.wakes_skipped.add(1);
-                return 0;
-            }
-        }
-        self.counters.wake_lock_acquisitions.add(1);
-        let mut wake_list = WakeList::new();
-        let mut queue = bucket.queue.lock();
-        let woken = dequeue_waiters(&mut queue, bucket, key, n, &mut wake_list);
-        drop(queue);
-        wake_list.wake_all();
-        self.counters.wakeups.add(woken as u64);
-        woken
+        self.unpark(address(word), n)
     }
 
     /// Wakes every thread waiting on `word`.
@@ -346,120 +267,24 @@ impl FutexTable {
         nr_wake: usize,
         nr_requeue: usize,
     ) -> Result<Requeued, RequeueError> {
-        self.cmp_requeue_to(from, address(to), expected, nr_wake, nr_requeue)
-    }
-
-    /// `cmp_requeue` with the target given by address only: the target word
-    /// is never read, so it need not be borrowed (the condvar requeues onto
-    /// a mutex it only knows the address of).
-    pub(crate) fn cmp_requeue_to(
-        &self,
-        from: &AtomicU32,
-        to_key: usize,
-        expected: u32,
-        nr_wake: usize,
-        nr_requeue: usize,
-    ) -> Result<Requeued, RequeueError> {
-        let from_key = address(from);
+        let (from_key, to_key) = (address(from), address(to));
         if from_key == to_key {
             return Err(RequeueError::SameWord);
         }
-        let from_index = self.index(from_key);
-        let to_index = self.index(to_key);
-        let target = &self.buckets[to_index];
-
-        // Contract 2: raise the target's count before anyone moves, and
-        // fence, so that a lock-free wake on `to` running concurrently
-        // cannot see "nobody" while a waiter is in flight between lists: it
-        // either sees this pending count and serialises with us on the
-        // target lock, or its fence (B) precedes ours and it ran before the
-        // requeue began.
-        target.announce(1);
-        fence(Ordering::SeqCst);
-        let mut wake_list = WakeList::new();
-        let result = self.requeue_locked(
-            from,
-            from_index,
+        let mut found = expected;
+        let done = self.unpark_requeue(
+            from_key,
             to_key,
-            to_index,
-            expected,
-            nr_wake,
-            nr_requeue,
-            &mut wake_list,
+            || {
+                found = from.load(Ordering::Relaxed);
+                (found == expected).then_some(RequeueOp {
+                    wake: nr_wake,
+                    requeue: nr_requeue,
+                })
+            },
+            |_, _| {},
         );
-        target.withdraw(1);
-        wake_list.wake_all();
-        if let Ok(done) = result {
-            self.counters.wakeups.add(done.woken as u64);
-            self.counters.requeued.add(done.requeued as u64);
-        }
-        result
-    }
-
-    #[allow(clippy::too_many_arguments)]
-    fn requeue_locked(
-        &self,
-        from: &AtomicU32,
-        from_index: usize,
-        to_key: usize,
-        to_index: usize,
-        expected: u32,
-        nr_wake: usize,
-        nr_requeue: usize,
-        wake_list: &mut WakeList,
-    ) -> Result<Requeued, RequeueError> {
-        let from_key = address(from);
-        let source = &self.buckets[from_index];
-        let target = &self.buckets[to_index];
-        // Lock order: lower bucket index first.
-        let (mut from_queue, mut to_queue) = if from_index == to_index {
-            (source.queue.lock(), None)
-        } else if from_index < to_index {
-            let f = source.queue.lock();
-            (f, Some(target.queue.lock()))
-        } else {
-            let t = target.queue.lock();
-            (source.queue.lock(), Some(t))
-        };
-
-        let found = from.load(Ordering::Relaxed);
-        if found != expected {
-            return Err(RequeueError::ValueMismatch { expected, found });
-        }
-        let woken = dequeue_waiters(&mut from_queue, source, from_key, nr_wake, wake_list);
-
-        let mut requeued = 0;
-        let mut cursor = from_queue.front();
-        while let Some(node) = cursor {
-            if requeued == nr_requeue {
-                break;
-            }
-            // SAFETY: `node` is in the locked source list: live, links ours.
-            cursor = unsafe { from_queue.next(node) };
-            // SAFETY: as above.
-            let waiter = unsafe { node.as_ref() };
-            if waiter.key.load(Ordering::Relaxed) != from_key {
-                continue;
-            }
-            waiter.key.store(to_key, Ordering::Relaxed);
-            if let Some(to_queue) = to_queue.as_mut() {
-                // Count on the target before leaving the source, so the
-                // waiter is never counted nowhere.
-                target.announce(1);
-                // SAFETY: `node` is in the source list; it goes into the
-                // target list whose lock we also hold.
-                unsafe {
-                    from_queue.remove(node);
-                    to_queue.push_back(node);
-                }
-                source.withdraw(1);
-                // Written under both locks; a cancelling waiter re-reads it
-                // under the lock it took.
-                waiter.bucket.store(to_index, Ordering::Relaxed);
-            }
-            requeued += 1;
-        }
-        Ok(Requeued { woken, requeued })
+        done.ok_or(RequeueError::ValueMismatch { expected, found })
     }
 
     /// The waiter count of the bucket that `word` hashes to (it includes
@@ -477,17 +302,11 @@ impl FutexTable {
     /// value check), this counts only waiters that a wake would find.
     pub fn queued(&self, word: &AtomicU32) -> usize {
         let key = address(word);
-        let queue = self.buckets[self.index(key)].queue.lock();
+        let mut queue = self.buckets[self.index(key)].queue.lock();
+        let mut cursor = KeyedCursor::new(&mut queue, key);
         let mut count = 0;
-        let mut cursor = queue.front();
-        while let Some(node) = cursor {
-            // SAFETY: `node` is in the locked list: live, links ours.
-            let waiter = unsafe { node.as_ref() };
-            if waiter.key.load(Ordering::Relaxed) == key {
-                count += 1;
-            }
-            // SAFETY: as above.
-            cursor = unsafe { queue.next(node) };
+        while cursor.next().is_some() {
+            count += 1;
         }
         count
     }

@@ -2,4 +2,5 @@
 //! and the wake list that defers wakeups until after the lock is dropped.
 
 pub(crate) mod linked_list;
+pub(crate) mod waiter;
 pub(crate) mod wake_list;

@@ -1,18 +1,10 @@
 //! One entry of a wait queue (kernel: `wait_queue_entry`): a sleeping thread
 //! or a poller's callback.
 
-use std::marker::PhantomPinned;
-use std::ptr::NonNull;
-
 use crate::parker::Unparker;
-use crate::sync::{Arc, AtomicBool, AtomicU32, Ordering};
-use crate::util::linked_list::{Link, Pointers};
+use crate::sync::{Arc, AtomicBool};
+use crate::util::waiter::Waiter;
 use crate::util::wake_list::Wake;
-
-/// Still queued (or never woken).
-pub(super) const WAITING: u32 = 0;
-/// Dequeued by a waker; the waker no longer touches the record.
-const WOKEN: u32 = 1;
 
 /// A poller's wake function: runs on the waker's thread, after the queue
 /// lock is dropped.
@@ -70,85 +62,61 @@ pub(super) struct EntryLatch {
     pub(super) busy: Box<dyn Fn() -> bool + Send + Sync>,
 }
 
-/// The record of one waiter, pinned for as long as it is queued: on the
-/// waiting thread's stack for a thread, in a `Box` for a registration.
+/// An entry's part of the shared waiter record.
 ///
-/// Invariants (who writes what, under which lock):
-/// - `pointers`: only under the queue lock. The record is in the queue's
-///   `exclusive` list if `exclusive`, in its `shared` list otherwise.
-/// - `exclusive`, `notify`, `latch`: immutable (the latch's flag is not:
-///   see [`Latch`]). Wakers clone `notify` under the lock.
-/// - `state` (thread entries only; a callback entry stays `WAITING`):
-///   set to `WAITING` by the owning thread under the queue lock when it
-///   (re)queues the record; set to `WOKEN` by the waker that dequeued it,
-///   under the lock, with Release, as its very last access.
-pub(super) struct Entry {
-    pointers: Pointers<Entry>,
+/// Immutable once built (the latch's flag is not: see [`Latch`]).
+pub(super) struct EntryKind {
+    /// Exclusive entries are in the queue's `exclusive` list and woken at
+    /// most `nr_exclusive` at a time; the others in its `shared` list.
     pub(super) exclusive: bool,
-    pub(super) notify: Notify,
-    pub(super) state: AtomicU32,
-    /// Callback entries registered latched (immutable; see [`Latch`]).
+    /// Callback entries registered latched.
     pub(super) latch: Option<EntryLatch>,
-    _pinned: PhantomPinned,
 }
 
-impl Entry {
-    pub(super) fn new(exclusive: bool, notify: Notify) -> Self {
-        Entry {
-            pointers: Pointers::new(),
+/// The record of one waiter (the shared
+/// [`util::waiter::Waiter`](crate::util::waiter::Waiter)), pinned for as
+/// long as it is queued: on the waiting thread's stack for a thread, in a
+/// `Box` for a registration. Its links are touched only under the queue
+/// lock. A thread entry is granted by the wake that dequeues it; a callback
+/// entry is never granted (it stays `WAITING` and queued until its
+/// registration is dropped).
+pub(super) type Entry = Waiter<EntryKind, Notify>;
+
+/// A thread entry for the calling thread's parker, or a callback entry.
+pub(super) fn entry(exclusive: bool, notify: Notify) -> Entry {
+    Waiter::new(
+        notify,
+        EntryKind {
             exclusive,
-            notify,
-            state: AtomicU32::new(WAITING),
             latch: None,
-            _pinned: PhantomPinned,
-        }
-    }
+        },
+    )
+}
 
-    /// A callback entry that wakes latch while `busy()` holds.
-    pub(super) fn latched(callback: Callback, latch: EntryLatch) -> Self {
-        Entry {
+/// A callback entry that wakes latch while `busy()` holds.
+pub(super) fn latched_entry(callback: Callback, latch: EntryLatch) -> Entry {
+    Waiter::new(
+        Notify::Callback(callback),
+        EntryKind {
+            exclusive: false,
             latch: Some(latch),
-            ..Entry::new(false, Notify::Callback(callback))
-        }
+        },
+    )
+}
+
+impl Waiter<EntryKind, Notify> {
+    /// Whether the entry waits exclusively.
+    pub(super) fn exclusive(&self) -> bool {
+        self.payload().exclusive
     }
 
-    /// Whether a waker has dequeued this (thread) entry.
-    pub(super) fn is_woken(&self) -> bool {
-        // Acquire pairs with the Release store in `publish_woken`: the
-        // waker's unlinking, and every change the waking thread made before
-        // calling `wake_up` (the event), happen-before what we do next.
-        self.state.load(Ordering::Acquire) == WOKEN
+    /// The entry's latch, if it was registered latched.
+    pub(super) fn latch(&self) -> Option<&EntryLatch> {
+        self.payload().latch.as_ref()
     }
 
     /// Whether this entry is a poller's callback (never dequeued by wakes).
     pub(super) fn is_callback(&self) -> bool {
-        matches!(self.notify, Notify::Callback(_))
-    }
-}
-
-/// Tells a dequeued thread entry it was woken. This is the last access to
-/// the record: the waiter may return and free it as soon as it sees `WOKEN`.
-/// The caller has already cloned the entry's `notify` (DESIGN contract 3).
-pub(super) fn publish_woken(node: NonNull<Entry>) {
-    // SAFETY: the record is live until its owner observes WOKEN, which can
-    // only happen after this store.
-    let state = unsafe { &node.as_ref().state };
-    // Release pairs with the Acquire in `Entry::is_woken`.
-    state.store(WOKEN, Ordering::Release);
-}
-
-// SAFETY: the only non-atomic mutable state is `pointers`, read and written
-// only under the lock of the queue holding the record; `notify` is
-// immutable and itself `Send + Sync` (an `Arc`'d parker or callback).
-unsafe impl Sync for Entry {}
-// SAFETY: as above; the record is never moved while linked (it is pinned).
-unsafe impl Send for Entry {}
-
-// SAFETY: returns the `pointers` field of the node, used by one list only.
-unsafe impl Link for Entry {
-    unsafe fn pointers(target: NonNull<Self>) -> NonNull<Pointers<Self>> {
-        // SAFETY: `target` is live (trait contract); addr_of_mut makes no
-        // reference to the whole node, which other threads may be reading.
-        unsafe { NonNull::new_unchecked(std::ptr::addr_of_mut!((*target.as_ptr()).pointers)) }
+        matches!(self.wake_handle(), Notify::Callback(_))
     }
 }

@@ -2,11 +2,12 @@
 
 use std::ptr::NonNull;
 
-use super::entry::{publish_woken, Entry, Latch, Notify, WAITING};
+use super::entry::{Entry, Latch, Notify};
 use crate::lock::SpinParkLock;
 use crate::stats::{Counter, SlowCounter};
 use crate::sync::{fence, AtomicUsize, Ordering};
 use crate::util::linked_list::LinkedList;
+use crate::util::waiter::{Waiter, GRANTED};
 use crate::util::wake_list::WakeList;
 
 /// How a queue treats exclusive waiters (seed 000's before and after).
@@ -58,7 +59,7 @@ pub(super) struct Lists {
 
 impl Lists {
     fn of(&mut self, entry: &Entry) -> &mut LinkedList<Entry> {
-        if entry.exclusive {
+        if entry.exclusive() {
             &mut self.exclusive
         } else {
             &mut self.shared
@@ -187,11 +188,11 @@ impl WaitQueue {
         while let Some(node) = cursor {
             // SAFETY: `node` is in the locked `shared` list, so it is live
             // and its links are ours. We read `next` before the record can
-            // be freed (by `publish_woken` below).
+            // be freed (once granted below).
             cursor = unsafe { lists.shared.next(node) };
             // SAFETY: as above; shared access to immutable fields only.
             let entry = unsafe { node.as_ref() };
-            if let Some(latch) = &entry.latch {
+            if let Some(latch) = entry.latch() {
                 // Relaxed: `latched` is only touched under this lock.
                 if latch.latch.latched.load(Ordering::Relaxed) {
                     continue;
@@ -205,12 +206,16 @@ impl WaitQueue {
                     continue;
                 }
             }
-            wake_list.push(entry.notify.clone());
-            if !entry.is_callback() {
+            if entry.is_callback() {
+                // Stays queued until its registration is dropped.
+                wake_list.push(entry.wake_handle().clone());
+            } else {
                 // SAFETY: `node` is in `shared`.
                 unsafe { lists.shared.remove(node) };
                 self.count_out(1);
-                publish_woken(node);
+                // SAFETY: just unlinked under the queue lock we hold; a
+                // queued thread entry has not been granted.
+                unsafe { Waiter::grant(node, GRANTED, &mut wake_list) };
             }
             woken += 1;
         }
@@ -306,10 +311,7 @@ impl WaitQueue {
         // SAFETY: live (caller contract); shared access.
         let entry = unsafe { node.as_ref() };
         let mut lists = self.lists.lock();
-        // Relaxed: written by the owner under the lock, before the record
-        // is visible to any waker; wakers never read it. The owner's later
-        // Acquire loads see either this value or a waker's WOKEN (coherence).
-        entry.state.store(WAITING, Ordering::Relaxed);
+        entry.rearm();
         // SAFETY: caller contract.
         unsafe { lists.of(entry).push_back(node) };
         // Under the lock, as in `count_out`; Relaxed: ordered by (E).
@@ -322,7 +324,7 @@ impl WaitQueue {
     }
 
     /// Takes `entry` off the queue, unless a wake already did. Returns
-    /// `true` if a wake dequeued it (it is then `WOKEN`: the wake wins).
+    /// `true` if a wake dequeued it (it is then granted: the wake wins).
     ///
     /// # Safety
     /// `entry` was queued on this queue by [`WaitQueue::enqueue`] and not
@@ -330,23 +332,22 @@ impl WaitQueue {
     pub(super) unsafe fn remove(&self, entry: &Entry) -> bool {
         let mut lists = self.lists.lock();
         // A wake dequeues thread entries under this lock, so under it the
-        // answer is final. Acquire as in `is_woken`.
-        if entry.is_woken() {
-            return true;
-        }
-        // SAFETY: queued here and not woken, so still in its list (caller
-        // contract), which we hold locked.
-        unsafe { lists.of(entry).remove(NonNull::from(entry)) };
-        match &entry.latch {
-            // Latched: not counted any more. Unlatch it so that a late
-            // `rearm` (the item outliving its registration) counts nothing.
-            // Relaxed: under the lock.
-            Some(latch) if latch.latch.latched.load(Ordering::Relaxed) => {
-                latch.latch.latched.store(false, Ordering::Relaxed);
+        // answer is final (ARCHITECTURE contract 4).
+        let woken = entry.cancel_locked(|| {
+            // SAFETY: queued here and not granted, so still in its list
+            // (caller contract), which we hold locked.
+            unsafe { lists.of(entry).remove(NonNull::from(entry)) };
+            match entry.latch() {
+                // Latched: not counted any more. Unlatch it so that a late
+                // `rearm` (the item outliving its registration) counts
+                // nothing. Relaxed: under the lock.
+                Some(latch) if latch.latch.latched.load(Ordering::Relaxed) => {
+                    latch.latch.latched.store(false, Ordering::Relaxed);
+                }
+                _ => self.count_out(1),
             }
-            _ => self.count_out(1),
-        }
-        false
+        });
+        woken.is_some()
     }
 
     /// Re-arms the latched entry `latch` belongs to (the poller took its
@@ -378,12 +379,10 @@ fn dequeue_exclusive(lists: &mut Lists, max: usize, wake_list: &mut WakeList<Not
         let Some(node) = lists.exclusive.pop_front() else {
             break;
         };
-        // SAFETY: the record was in the locked list, so it is live until
-        // `publish_woken` below; shared access to an immutable field.
-        let notify = unsafe { node.as_ref().notify.clone() };
-        // Clone the handle before publishing the grant (contract 3).
-        wake_list.push(notify);
-        publish_woken(node);
+        // SAFETY: just unlinked under the queue lock the caller holds; a
+        // queued thread entry has not been granted (contract 3: the grant
+        // takes the handle, then publishes, as its last touch).
+        unsafe { Waiter::grant(node, GRANTED, wake_list) };
         taken += 1;
     }
     taken

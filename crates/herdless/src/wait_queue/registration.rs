@@ -5,7 +5,7 @@
 use std::pin::Pin;
 use std::ptr::NonNull;
 
-use super::entry::{Callback, Entry, EntryLatch, Latch, Notify};
+use super::entry::{entry, latched_entry, Callback, Entry, EntryLatch, Latch, Notify};
 use super::queue::WaitQueue;
 use crate::sync::Arc;
 
@@ -25,7 +25,7 @@ fn callback(f: impl Fn() + Send + Sync + 'static) -> Callback {
 
 fn queued_entry(queue: &WaitQueue, f: impl Fn() + Send + Sync + 'static) -> Pin<Box<Entry>> {
     // Pollers are never exclusive (DESIGN contract 1).
-    enqueue_boxed(queue, Entry::new(false, Notify::Callback(callback(f))))
+    enqueue_boxed(queue, entry(false, Notify::Callback(callback(f))))
 }
 
 fn enqueue_boxed(queue: &WaitQueue, entry: Entry) -> Pin<Box<Entry>> {
@@ -100,7 +100,7 @@ impl WaitQueue {
         T: ?Sized + Send + Sync,
     {
         let wait_queue = queue(&*owner);
-        let entry = Entry::latched(
+        let entry = latched_entry(
             callback(callback_fn),
             EntryLatch {
                 latch,

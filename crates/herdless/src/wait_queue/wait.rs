@@ -1,16 +1,18 @@
 //! The waiting side: `wait_event` and `wait_event_exclusive`, and the
 //! pass-on of a wakeup a chosen waiter does not use.
 
+use std::convert::Infallible;
 use std::pin::{pin, Pin};
 use std::ptr::NonNull;
 use std::time::Duration;
 
 use thiserror::Error;
 
-use super::entry::{Entry, Notify};
+use super::entry::{entry, Entry, Notify};
 use super::queue::{WaitQueue, WakeMode};
 use crate::deadline::Deadline;
 use crate::parker::{self, Parker};
+use crate::util::waiter::Slept;
 
 /// What an exclusive waiter's attempt found; the closure passed to
 /// [`WaitQueue::wait_event_exclusive`] returns it. See the module docs,
@@ -114,7 +116,7 @@ impl WaitQueue {
         let deadline = Deadline::after(timeout);
         let exclusive = exclusive && self.mode() == WakeMode::Exclusive;
         parker::with_current(|parker| {
-            let entry = pin!(Entry::new(exclusive, Notify::Thread(parker.unparker())));
+            let entry = pin!(entry(exclusive, Notify::Thread(parker.unparker())));
             let mut waiter = Waiter {
                 queue: self,
                 entry: entry.as_ref(),
@@ -178,27 +180,27 @@ impl Waiter<'_> {
 
             // (3) Sleep until a wake dequeues us or the deadline passes.
             let mut timed_out = false;
-            while !self.entry.is_woken() {
-                parker.park_deadline(deadline);
-                if !self.entry.is_woken() && deadline.has_passed() {
+            match self.entry.sleep(parker, deadline, || None::<Infallible>) {
+                Slept::Granted(_) => {}
+                Slept::Stopped(never) => match never {},
+                Slept::DeadlinePassed => {
                     if !self.leave() {
                         // Removed ourselves before any wake chose us: no
                         // wakeup is ours. One last look, as the kernel's
                         // `wait_event_timeout` does.
                         return finished(attempt()).ok_or(TimedOut);
                     }
-                    // A wake dequeued us first: the wake wins (contract 5).
+                    // A wake dequeued us first: the wake wins (contract 4).
                     timed_out = true;
-                    break;
                 }
             }
 
             // (4) Woken: the waker dequeued the entry. An exclusive waiter
             // now holds the wakeup until an attempt made after the choice
-            // has run (the Acquire in `is_woken` makes the event visible to
+            // has run (the Acquire in `sleep`'s grant check makes the event visible to
             // it).
             self.queued = false;
-            self.chosen = self.entry.exclusive;
+            self.chosen = self.entry.exclusive();
             if self.chosen && !deadline.is_never() && self.queue.take_give_up_hook() {
                 // Test hook: leave without looking; `drop` passes it on.
                 return Err(TimedOut);
@@ -239,7 +241,7 @@ impl Waiter<'_> {
         // SAFETY: queued by `enqueue` and not removed since (`queued`).
         let woken = unsafe { self.queue.remove(&self.entry) };
         self.queued = false;
-        self.chosen = woken && self.entry.exclusive;
+        self.chosen = woken && self.entry.exclusive();
         woken
     }
 }
