@@ -238,6 +238,12 @@ impl RawMutex {
         }
     }
 
+    /// Threads asleep on this mutex right now (a snapshot, for diagnostics
+    /// and tests; it takes the futex table's bucket lock).
+    pub fn waiters(&self) -> usize {
+        FutexTable::global().queued(&self.state)
+    }
+
     /// Whether the lock is held by someone.
     pub fn is_held(&self) -> bool {
         self.state.load(Ordering::Relaxed) != UNLOCKED
