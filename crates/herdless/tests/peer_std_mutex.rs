@@ -427,8 +427,6 @@ fn panic_while_mapping_unlocked_poison() {
         lock.try_lock().is_some(),
         "panicking in a MappedMutexGuard::try_map closure should unlock the mutex"
     );
-
-    drop(lock);
 }
 
 /// std's `nonpoison::Mutex::with_mut`: the same through a guard.
