@@ -15,7 +15,7 @@ use std::error::Error;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::thread;
 
-use herdless::{FutexTable, WaitError, WakePolicy, Woken};
+use herdless::{FutexTable, WaitError, Woken};
 
 const WORKERS: u32 = 8;
 const CLOSED: u32 = 0;
@@ -45,7 +45,7 @@ fn wait_until(
 }
 
 fn main() -> Result<(), Box<dyn Error>> {
-    let table = FutexTable::new(WakePolicy::WaiterCount);
+    let table = FutexTable::new();
     let gate = AtomicU32::new(CLOSED);
     let remaining = AtomicU32::new(WORKERS);
     let total = AtomicU64::new(0);

@@ -24,7 +24,7 @@ fn until_waiters(table: &FutexTable, word: &AtomicU32, n: usize) {
 #[test]
 fn wake_of_zero_waiters_returns_zero() {
     for policy in POLICIES {
-        let table = FutexTable::new(policy);
+        let table = FutexTable::with_policy(policy);
         let word = AtomicU32::new(0);
         assert_eq!(table.wake(&word, 0), 0);
         assert_eq!(table.wake(&word, 1), 0);
@@ -34,7 +34,7 @@ fn wake_of_zero_waiters_returns_zero() {
 
 #[test]
 fn wake_with_n_zero_wakes_nobody_even_with_waiters() {
-    let table = Arc::new(FutexTable::new(WakePolicy::WaiterCount));
+    let table = Arc::new(FutexTable::new());
     let word = Arc::new(AtomicU32::new(0));
     let t = {
         let (table, word) = (table.clone(), word.clone());
@@ -51,7 +51,7 @@ fn wake_with_n_zero_wakes_nobody_even_with_waiters() {
 #[test]
 fn wait_on_a_changed_value_returns_value_changed_without_sleeping() {
     for policy in POLICIES {
-        let table = FutexTable::new(policy);
+        let table = FutexTable::with_policy(policy);
         let word = AtomicU32::new(5);
         assert_eq!(table.wait(&word, 4, None), Err(WaitError::ValueChanged));
         assert_eq!(table.total_waiters(), 0);
@@ -61,7 +61,7 @@ fn wait_on_a_changed_value_returns_value_changed_without_sleeping() {
 #[test]
 fn zero_timeout_times_out_at_once_and_duration_max_waits_for_the_wake() {
     for policy in POLICIES {
-        let table = Arc::new(FutexTable::new(policy));
+        let table = Arc::new(FutexTable::with_policy(policy));
         let word = Arc::new(AtomicU32::new(0));
         assert_eq!(
             table.wait(&word, 0, Some(Duration::ZERO)),
@@ -82,7 +82,7 @@ fn zero_timeout_times_out_at_once_and_duration_max_waits_for_the_wake() {
 #[test]
 fn short_timeout_without_wake_times_out_and_leaves_no_count() {
     for policy in POLICIES {
-        let table = FutexTable::new(policy);
+        let table = FutexTable::with_policy(policy);
         let word = AtomicU32::new(0);
         assert_eq!(
             table.wait(&word, 0, Some(Duration::from_millis(2))),
@@ -95,7 +95,7 @@ fn short_timeout_without_wake_times_out_and_leaves_no_count() {
 #[test]
 fn waiters_are_woken_one_at_a_time_in_fifo_order() {
     for policy in POLICIES {
-        let table = Arc::new(FutexTable::new(policy));
+        let table = Arc::new(FutexTable::with_policy(policy));
         let word = Arc::new(AtomicU32::new(0));
         let order = Arc::new(std::sync::Mutex::new(Vec::new()));
         let mut threads = Vec::new();
@@ -126,7 +126,7 @@ fn waiters_are_woken_one_at_a_time_in_fifo_order() {
 #[test]
 fn wake_all_wakes_every_waiter_and_reports_the_count() {
     for policy in POLICIES {
-        let table = Arc::new(FutexTable::new(policy));
+        let table = Arc::new(FutexTable::with_policy(policy));
         let word = Arc::new(AtomicU32::new(0));
         let threads: Vec<_> = (0..40)
             .map(|_| {
@@ -150,7 +150,7 @@ fn wake_all_wakes_every_waiter_and_reports_the_count() {
 #[test]
 fn timeout_racing_wake_conserves_the_wake_count() {
     for policy in POLICIES {
-        let table = Arc::new(FutexTable::new(policy));
+        let table = Arc::new(FutexTable::with_policy(policy));
         let word = Arc::new(AtomicU32::new(0));
         let woken_reported = Arc::new(AtomicUsize::new(0));
         let mut wakes_reported = 0;
@@ -241,7 +241,7 @@ fn counter_hygiene_after_a_million_failed_waits() {
 
 #[test]
 fn cmp_requeue_with_a_mismatched_value_moves_nobody() {
-    let table = Arc::new(FutexTable::new(WakePolicy::WaiterCount));
+    let table = Arc::new(FutexTable::new());
     let from = Arc::new(AtomicU32::new(0));
     let to = AtomicU32::new(0);
     let t = {
@@ -265,7 +265,7 @@ fn cmp_requeue_with_a_mismatched_value_moves_nobody() {
 
 #[test]
 fn cmp_requeue_from_a_word_to_itself_is_refused() {
-    let table = FutexTable::new(WakePolicy::WaiterCount);
+    let table = FutexTable::new();
     let word = AtomicU32::new(0);
     assert_eq!(
         table.cmp_requeue(&word, &word, 0, 1, 1),
@@ -277,7 +277,7 @@ fn cmp_requeue_from_a_word_to_itself_is_refused() {
 #[test]
 fn cmp_requeue_wakes_some_and_moves_the_rest_to_the_target() {
     for policy in POLICIES {
-        let table = Arc::new(FutexTable::new(policy));
+        let table = Arc::new(FutexTable::with_policy(policy));
         let from = Arc::new(AtomicU32::new(0));
         let to = Arc::new(AtomicU32::new(0));
         let threads: Vec<_> = (0..5)
@@ -399,8 +399,8 @@ fn stress_many_waiters_and_wakers_nobody_hangs() {
 #[test]
 fn stats_count_skipped_wakes_and_lock_acquisitions() {
     let word = AtomicU32::new(0);
-    let counting = FutexTable::new(WakePolicy::WaiterCount);
-    let locking = FutexTable::new(WakePolicy::AlwaysLock);
+    let counting = FutexTable::new();
+    let locking = FutexTable::with_policy(WakePolicy::AlwaysLock);
     for _ in 0..10 {
         counting.wake(&word, 1);
         locking.wake(&word, 1);

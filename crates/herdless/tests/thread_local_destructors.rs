@@ -115,7 +115,7 @@ fn a_condvar_wait_in_a_thread_local_destructor() {
 
 #[test]
 fn a_futex_wait_in_a_thread_local_destructor() {
-    let table = Arc::new(FutexTable::new(herdless::WakePolicy::WaiterCount));
+    let table = Arc::new(FutexTable::new());
     let word = Arc::new(std::sync::atomic::AtomicU32::new(0));
     let sleeper = sleep_in_a_destructor({
         let (table, word) = (table.clone(), word.clone());

@@ -79,9 +79,9 @@ pub const MAX_BUCKETS: usize = 1 << 20;
 ///
 /// ```
 /// use std::sync::atomic::{AtomicU32, Ordering};
-/// use herdless::{FutexTable, WaitError, WakePolicy};
+/// use herdless::{FutexTable, WaitError};
 ///
-/// let table = FutexTable::new(WakePolicy::WaiterCount);
+/// let table = FutexTable::new();
 /// let flag = AtomicU32::new(0);
 /// // Nobody waits: the wake takes no lock and wakes nobody.
 /// assert_eq!(table.wake(&flag, 1), 0);
@@ -121,6 +121,12 @@ pub(crate) fn address(word: &AtomicU32) -> usize {
     word as *const AtomicU32 as usize
 }
 
+impl Default for FutexTable {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 fn default_buckets() -> usize {
     if cfg!(loom) {
         return 4;
@@ -131,8 +137,15 @@ fn default_buckets() -> usize {
 }
 
 impl FutexTable {
-    /// A table with the default bucket count (256 per CPU).
-    pub fn new(policy: WakePolicy) -> Self {
+    /// A table with the default bucket count (256 per CPU) and the
+    /// waiter-count fast path ([`WakePolicy::WaiterCount`]).
+    pub fn new() -> Self {
+        Self::with_policy(WakePolicy::WaiterCount)
+    }
+
+    /// A table with the default bucket count and the given wake policy (the
+    /// lab compares [`WakePolicy::AlwaysLock`], seed 004's "before").
+    pub fn with_policy(policy: WakePolicy) -> Self {
         Self::build(policy, default_buckets())
     }
 
@@ -162,14 +175,14 @@ impl FutexTable {
     #[cfg(not(loom))]
     pub fn global() -> &'static FutexTable {
         static GLOBAL: std::sync::OnceLock<FutexTable> = std::sync::OnceLock::new();
-        GLOBAL.get_or_init(|| FutexTable::new(WakePolicy::WaiterCount))
+        GLOBAL.get_or_init(FutexTable::new)
     }
 
     /// The process-wide table (loom build: one per model execution).
     #[cfg(loom)]
     pub fn global() -> &'static FutexTable {
         loom::lazy_static! {
-            static ref GLOBAL: FutexTable = FutexTable::new(WakePolicy::WaiterCount);
+            static ref GLOBAL: FutexTable = FutexTable::new();
         }
         &GLOBAL
     }

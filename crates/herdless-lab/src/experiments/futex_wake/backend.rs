@@ -32,7 +32,7 @@ pub struct Herdless(FutexTable);
 impl Herdless {
     /// A fresh table of its own (no other user's waiters in its buckets).
     pub fn new(policy: WakePolicy) -> Self {
-        Herdless(FutexTable::new(policy))
+        Herdless(FutexTable::with_policy(policy))
     }
 }
 
