@@ -12,11 +12,11 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use herdless::channel::Channel;
-use herdless::Attempt;
 use herdless::poll::{
     Event, EventFd, EventFdError, EventPoll, PollError, Pollable, Readiness, ReadyListKind,
     Trigger, MAX_NESTING,
 };
+use herdless::Attempt;
 
 const KINDS: [ReadyListKind; 3] = ReadyListKind::ALL;
 /// Generous bound for anything that must happen; only a hang trips it.
@@ -506,8 +506,12 @@ fn threads_polling_nested_pollers_are_woken_at_every_level() {
         // The inner queue also holds the outer poller's callback.
         let (inner_poll, inner_rx) = spawn_poller_poll(&inner, false, 1);
         efd.write(1).unwrap();
-        outer_rx.recv_timeout(HANG).expect("the outer poll was never woken");
-        inner_rx.recv_timeout(HANG).expect("the inner poll was never woken");
+        outer_rx
+            .recv_timeout(HANG)
+            .expect("the outer poll was never woken");
+        inner_rx
+            .recv_timeout(HANG)
+            .expect("the inner poll was never woken");
         outer_poll.join().unwrap();
         inner_poll.join().unwrap();
         assert_eq!(poll_now(&outer)[0].token, 2, "{kind:?}");
