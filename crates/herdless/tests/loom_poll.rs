@@ -13,7 +13,7 @@ use std::time::Duration;
 use loom::sync::Arc;
 use loom::thread;
 
-use herdless::poll::{Event, EventFd, EventPoll, Readiness, ReadyListKind, Trigger};
+use herdless::poll::{Event, EventFd, EventPoll, Pollable, Readiness, ReadyListKind, Trigger};
 
 const R: Readiness = Readiness::READABLE;
 
@@ -201,4 +201,62 @@ fn a_write_skipping_a_latched_entry_is_seen_by_the_rearming_harvest() {
         }
         producer.join().unwrap();
     });
+}
+
+/// Issue 12: a thread polling the poller itself (`poll(epfd, POLLIN, -1)`:
+/// `wait_event` on its own queue until it is readable) races the source's
+/// write. Either its look (after the fence (E) of its enqueue) sees the
+/// queued item, or the callback's wake of `poll_wait` (fence (W), after the
+/// append) sees its entry and wakes it. Mutation check: the code before
+/// the fix (that wake gated on a count of outer pollers) deadlocks this
+/// model on every ready list, and so does removing the wake.
+#[test]
+fn callback_racing_a_thread_polling_the_poller_wakes_it() {
+    for kind in ReadyListKind::ALL {
+        model(2, move || {
+            let poller = Arc::new(EventPoll::with_kind(kind));
+            let efd = Arc::new(EventFd::new());
+            poller.add(efd.clone(), 1, R, Trigger::Edge).unwrap();
+            let producer = {
+                let efd = efd.clone();
+                thread::spawn(move || efd.try_write(1).unwrap())
+            };
+            poller
+                .wait_queue()
+                .wait_event(|| poller.readiness().contains(R));
+            producer.join().unwrap();
+            // Polling took nothing: the event is still there to harvest.
+            let mut events = Vec::new();
+            assert_eq!(poller.wait(&mut events, 4, Duration::ZERO), Ok(1));
+        });
+    }
+}
+
+/// An outer poller starts watching an inner one while the inner one's
+/// source fires: the outer `add` registers on the inner `poll_wait` (fence
+/// (E)) before it reads the inner readiness, the inner callback appends
+/// before its wake of `poll_wait` (fence (W)), so the outer poller either
+/// sees the inner one ready at `add` or is called back; its waiter then
+/// returns. (This replaced a count of outer pollers with its own fence.)
+/// Mutation check: without the wake of `poll_wait` in `Core::queue` this
+/// model deadlocks on every ready list.
+#[test]
+fn source_event_racing_an_outer_pollers_add_reaches_the_outer_waiter() {
+    for kind in ReadyListKind::ALL {
+        model(2, move || {
+            let outer = EventPoll::with_kind(kind);
+            let inner = Arc::new(EventPoll::with_kind(kind));
+            let efd = Arc::new(EventFd::new());
+            inner.add(efd.clone(), 1, R, Trigger::Edge).unwrap();
+            let producer = {
+                let efd = efd.clone();
+                thread::spawn(move || efd.try_write(1).unwrap())
+            };
+            outer.add(inner.clone(), 2, R, Trigger::Edge).unwrap();
+            let mut events = Vec::new();
+            assert_eq!(outer.wait(&mut events, 4, Duration::MAX), Ok(1));
+            assert_eq!(tokens(&events), [2]);
+            producer.join().unwrap();
+        });
+    }
 }

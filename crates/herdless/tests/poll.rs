@@ -16,6 +16,7 @@ use herdless::poll::{
     Event, EventFd, EventFdError, EventPoll, PollError, Pollable, Readiness, ReadyListKind,
     Trigger, MAX_NESTING,
 };
+use herdless::Attempt;
 
 const KINDS: [ReadyListKind; 3] = ReadyListKind::ALL;
 /// Generous bound for anything that must happen; only a hang trips it.
@@ -425,6 +426,113 @@ fn nested_poller_reports_its_readiness_to_the_outer_one() {
         // The inner event was not consumed by the outer look.
         assert_eq!(poll_now(&inner)[0].token, 1, "{kind:?}");
         assert!(poll_now(&outer).is_empty(), "{kind:?}: inner drained");
+    }
+}
+
+// ------------------------------------------- the poller's own readiness
+
+/// Spawns a thread that sleeps on `poller.wait_queue()` until the poller is
+/// readable (`poll(epfd, POLLIN, -1)`), exclusively or not; returns the
+/// receiver of its wakeup once it is queued and asleep. `entries` is how
+/// many entries the queue holds besides the thread (outer pollers).
+fn spawn_poller_poll(
+    poller: &Arc<EventPoll>,
+    exclusive: bool,
+    entries: usize,
+) -> (thread::JoinHandle<()>, mpsc::Receiver<()>) {
+    let (tx, rx) = mpsc::channel();
+    let (tid_tx, tid_rx) = mpsc::channel();
+    let handle = {
+        let poller = poller.clone();
+        thread::spawn(move || {
+            tid_tx.send(gettid()).unwrap();
+            let readable = || poller.readiness().contains(R);
+            if exclusive {
+                poller.wait_queue().wait_event_exclusive(|| {
+                    if readable() {
+                        Attempt::Done(())
+                    } else {
+                        Attempt::Wait
+                    }
+                });
+            } else {
+                poller.wait_queue().wait_event(readable);
+            }
+            tx.send(()).unwrap();
+        })
+    };
+    let tid = tid_rx.recv().unwrap();
+    until("the poll to fall asleep", || {
+        poller.wait_queue().len() == entries + 1 && is_asleep(tid)
+    });
+    (handle, rx)
+}
+
+/// Issue 12 (selftest epoll13, 15, 16, 29, 30, 41, 43, 45, 47, 55-58): a
+/// thread blocked on the poller's own queue, waiting for the poller to be
+/// readable, is woken by an event on a watched source, with no outer poller
+/// watching this one. It used to be woken only when an outer poller was
+/// there (the wake of `poll_wait` was gated on the outer pollers' count).
+#[test]
+fn a_thread_polling_the_poller_itself_is_woken_by_a_source_event() {
+    for kind in KINDS {
+        for trigger in [Trigger::Level, Trigger::Edge] {
+            let poller = Arc::new(EventPoll::with_kind(kind));
+            let efd = Arc::new(EventFd::new());
+            poller.add(efd.clone(), 1, R, trigger).unwrap();
+            let (handle, rx) = spawn_poller_poll(&poller, false, 0);
+            efd.write(1).unwrap();
+            rx.recv_timeout(HANG)
+                .unwrap_or_else(|_| panic!("{kind:?} {trigger:?}: the poll was never woken"));
+            handle.join().unwrap();
+            // Polling consumed nothing: the event is still reported.
+            assert_eq!(poll_now(&poller)[0].token, 1, "{kind:?} {trigger:?}");
+        }
+    }
+}
+
+/// Issue 12, nested (selftest epoll41-48, 55-58): a thread polling the
+/// *outer* poller is woken by an event two levels down, and a thread polling
+/// the inner one is woken alongside the outer poller's callback.
+#[test]
+fn threads_polling_nested_pollers_are_woken_at_every_level() {
+    for kind in KINDS {
+        let outer = Arc::new(EventPoll::with_kind(kind));
+        let inner = Arc::new(EventPoll::with_kind(kind));
+        let efd = Arc::new(EventFd::new());
+        inner.add(efd.clone(), 1, R, Trigger::Edge).unwrap();
+        outer.add(inner.clone(), 2, R, Trigger::Edge).unwrap();
+        let (outer_poll, outer_rx) = spawn_poller_poll(&outer, false, 0);
+        // The inner queue also holds the outer poller's callback.
+        let (inner_poll, inner_rx) = spawn_poller_poll(&inner, false, 1);
+        efd.write(1).unwrap();
+        outer_rx
+            .recv_timeout(HANG)
+            .expect("the outer poll was never woken");
+        inner_rx
+            .recv_timeout(HANG)
+            .expect("the inner poll was never woken");
+        outer_poll.join().unwrap();
+        inner_poll.join().unwrap();
+        assert_eq!(poll_now(&outer)[0].token, 2, "{kind:?}");
+    }
+}
+
+/// The poller wakes its own queue as any source does: every non-exclusive
+/// entry and one exclusive waiter per queued event (kernel:
+/// `ep_poll_safewake`, `wake_up_poll` with one exclusive). An exclusive
+/// waiter on the poller's queue is woken, not only pollers.
+#[test]
+fn an_exclusive_waiter_on_the_pollers_queue_is_woken_by_a_source_event() {
+    for kind in KINDS {
+        let poller = Arc::new(EventPoll::with_kind(kind));
+        let efd = Arc::new(EventFd::new());
+        poller.add(efd.clone(), 1, R, Trigger::Edge).unwrap();
+        let (handle, rx) = spawn_poller_poll(&poller, true, 0);
+        efd.write(1).unwrap();
+        rx.recv_timeout(HANG)
+            .unwrap_or_else(|_| panic!("{kind:?}: the exclusive waiter was never woken"));
+        handle.join().unwrap();
     }
 }
 

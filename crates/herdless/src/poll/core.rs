@@ -25,9 +25,34 @@
 //! rule covers a waiter that has not queued yet (its look after queueing
 //! sees the item). An item claimed but not yet appended (a `LockFree` cut,
 //! or a callback between claim and append) is appended by the same
-//! callback before its fence, so its wake check comes after. The same pair
-//! guards `watchers` (outer pollers on `poll_wait`): (F3) in
-//! `EventPoll::add`.
+//! callback before its fence, so its wake check comes after.
+//!
+//! # The poller's own queue (`poll_wait`)
+//! Who waits for *this poller* to become readable sleeps on `poll_wait`
+//! (what [`Pollable::wait_queue`](super::Pollable::wait_queue) returns):
+//! the callback entries of outer pollers watching this one, and threads
+//! polling it directly (`poll(epfd, POLLIN, -1)`: `wait_event` on the queue
+//! with the poller's readiness as the condition). Every queueing wakes it,
+//! as the kernel's `ep_poll_callback` wakes `ep->poll_wait` (through
+//! `ep_poll_safewake`) besides `ep->wq`, and the wait queue's own lock-free
+//! check decides whether anyone is there (ARCHITECTURE contract 8):
+//! ```text
+//!   poller of this poller                  callback
+//!   enqueue: entries += 1                  append item        (list write)
+//!   fence(SeqCst)              (E)         fence(SeqCst)      (F1)
+//!   look: readiness() -> has_events()      wake_up: fence(SeqCst) (W)
+//!     (reads the list under the scan lock)   if entries > 0: wake them
+//! ```
+//! (E) and (W) are the store-buffering pair of the wait queue: if the wake
+//! reads no entry, (W) precedes (E) and the look sees the append (before
+//! (F1), before (W)); otherwise the wake finds the entry and wakes it.
+//! This wake used to be gated on a count of outer pollers only, so a thread
+//! polling the poller itself was never woken (issue 12; regression tests
+//! `a_thread_polling_the_poller_itself_is_woken_by_a_source_event`,
+//! `threads_polling_nested_pollers_are_woken_at_every_level`; loom model
+//! `callback_racing_a_thread_polling_the_poller_wakes_it`). An outer
+//! poller's entry is just one more entry: its `add` registers on
+//! `poll_wait` (E) before it reads this poller's readiness.
 //!
 //! # Harvest (kernel: `ep_send_events`, `ep_start_scan`, `ep_done_scan`)
 //! Under the scan lock (kernel: `ep->mtx`), one harvester at a time:
@@ -72,10 +97,11 @@ pub(super) struct Core {
     /// Threads between their announcement (F2) and their return from
     /// `wait`: an over-approximation of who may sleep on `waiters`.
     pub(super) sleepers: AtomicUsize,
-    /// Outer pollers' callbacks (this poller watched by another).
+    /// Who waits for this poller to be readable: outer pollers' callbacks
+    /// and threads polling it (module docs, "The poller's own queue").
+    /// Woken after every queueing; its own entry count (fences (E)/(W))
+    /// skips the lock when nobody is there.
     pub(super) poll_wait: WaitQueue,
-    /// Outer pollers watching this one (maintained by their `add`/`delete`).
-    pub(super) watchers: AtomicUsize,
     pub(super) counters: Counters,
 }
 
@@ -92,7 +118,6 @@ impl Core {
             waiters: WaitQueue::new(),
             sleepers: AtomicUsize::new(0),
             poll_wait: WaitQueue::new(),
-            watchers: AtomicUsize::new(0),
             counters: Counters::default(),
         }
     }
@@ -106,26 +131,30 @@ impl Core {
         self.queue(item);
     }
 
-    /// Queues `item` if it is not queued, then wakes a waiter and the
-    /// outer pollers if any may be there.
+    /// Queues `item` if it is not queued, then wakes a waiter if one may
+    /// sleep, and whoever waits for this poller to be readable.
     pub(super) fn queue(&self, item: &crate::sync::Arc<Item>) {
         if !self.ready.push(item) {
-            // Already queued: whoever queued it does (or did) the wake
-            // check after queueing, or a harvester holds it and looks at it
-            // after unqueueing it (item.rs).
+            // Already queued: whoever queued it does (or did) both wakes
+            // after queueing, or a harvester holds it and looks at it after
+            // unqueueing it (item.rs).
             return;
         }
         self.counters.queued.add(1);
-        // (F1) pairs with (F2) in `EventPoll::wait` and (F3) in
-        // `EventPoll::add`: see the module docs.
+        // (F1) pairs with (F2) in `EventPoll::wait`: see the module docs.
         fence(Ordering::SeqCst);
         // Relaxed: ordered by the fences.
         if self.sleepers.load(Ordering::Relaxed) > 0 {
             self.waiters.wake_up(1);
         }
-        if self.watchers.load(Ordering::Relaxed) > 0 {
-            self.poll_wait.wake_up(0);
-        }
+        // Not gated on anything of ours: every entry on `poll_wait` (an
+        // outer poller's callback, a thread polling this poller) was
+        // counted before its fence (E) and looks at our list after it;
+        // `wake_up`'s fence (W), after our append, is the other half
+        // (module docs, "The poller's own queue"). One exclusive waiter per
+        // queued item, as any source wakes its queue (kernel:
+        // `ep_poll_safewake` -> `wake_up_poll`).
+        self.poll_wait.wake_up(1);
     }
 
     /// Reports up to `max` ready items into `events`; returns how many.

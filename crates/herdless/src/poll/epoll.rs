@@ -50,16 +50,15 @@ struct Watch {
     /// Hangs a new entry on the write queue (for `modify`); `None` when the
     /// source has one queue.
     register_write: Option<Box<dyn Fn() -> Box<dyn Any + Send + Sync> + Send + Sync>>,
-    /// `Some` when the source is a poller: its id and core.
-    nested: Option<(u64, u64, Arc<Core>)>,
+    /// `Some` when the source is a poller: the edge (this poller's id, the
+    /// watched poller's id) recorded in the nesting graph.
+    nested: Option<(u64, u64)>,
 }
 
 impl Drop for Watch {
     fn drop(&mut self) {
-        if let Some((parent, child, core)) = &self.nested {
-            // Relaxed: over-approximating for a moment only costs a wake.
-            core.watchers.fetch_sub(1, Ordering::Relaxed);
-            nest::unlink(*parent, *child);
+        if let Some((parent, child)) = self.nested {
+            nest::unlink(parent, child);
         }
     }
 }
@@ -195,12 +194,12 @@ impl EventPoll {
         }
         let nested = match source.as_event_poll() {
             Some(child) => {
+                // Our entry on the child's `poll_wait` (registered below,
+                // before we read its readiness) is all the child's
+                // callbacks need to wake us (core.rs, "The poller's own
+                // queue").
                 nest::link(self.id, child.id)?;
-                // (F3) announce the outer entry before looking at the
-                // child: pairs with (F1) in the child's `Core::queue`.
-                child.core.watchers.fetch_add(1, Ordering::Relaxed);
-                fence(Ordering::SeqCst);
-                Some((self.id, child.id, child.core.clone()))
+                Some((self.id, child.id))
             }
             None => None,
         };
@@ -425,7 +424,23 @@ impl Drop for EventPoll {
 }
 
 /// A poller is itself a source: readable while a `wait` would report
-/// something. Watching it from another poller nests them.
+/// something. Watching it from another poller nests them; a thread can also
+/// sleep on [`wait_queue`](Pollable::wait_queue) until it is readable
+/// (`poll(epfd, POLLIN, -1)`), without taking its events:
+///
+/// ```
+/// use std::sync::Arc;
+/// use herdless::poll::{EventFd, EventPoll, Pollable, Readiness, Trigger};
+///
+/// let poller = Arc::new(EventPoll::new());
+/// let efd = Arc::new(EventFd::new());
+/// poller.add(efd.clone(), 1, Readiness::READABLE, Trigger::Edge).unwrap();
+/// let writer = std::thread::spawn(move || efd.write(1).unwrap());
+/// poller
+///     .wait_queue()
+///     .wait_event(|| poller.readiness().contains(Readiness::READABLE));
+/// writer.join().unwrap();
+/// ```
 impl Pollable for EventPoll {
     fn readiness(&self) -> Readiness {
         if self.core.has_events() {

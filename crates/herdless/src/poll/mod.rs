@@ -12,7 +12,8 @@
 //!   no event falls between the two.
 //! - A callback queues the source's item on the *ready list* (at most once:
 //!   a per-item `queued` flag) and wakes one waiter of the poller if one may
-//!   sleep, plus any outer poller watching this one.
+//!   sleep, plus the poller's own queue: every outer poller watching this
+//!   one and every thread polling it.
 //! - [`EventPoll::wait`] harvests the ready list (one harvester at a time):
 //!   each item is unqueued, then its source is read; ready items are
 //!   reported, [`Trigger::Level`] ones re-queued, [`Trigger::OneShot`] ones
@@ -22,7 +23,11 @@
 //!   when its timeout fires after the choice) or passes the wakeup on.
 //!   A harvest that leaves events queued wakes the next waiter (cascade).
 //! - Pollers nest ([`EventPoll`] is `Pollable`), up to [`MAX_NESTING`]
-//!   levels; a loop is refused with [`PollError::Loop`].
+//!   levels; a loop is refused with [`PollError::Loop`]. A thread can also
+//!   wait for a poller to be readable without taking its events (epoll's
+//!   `poll(epfd, POLLIN, -1)`): `wait_event` on
+//!   [`Pollable::wait_queue`] with [`Pollable::readiness`] as the
+//!   condition.
 //! - The poller keeps each watched source alive until it is deleted or the
 //!   poller dropped. Dropping the poller removes every entry from the
 //!   sources' queues; a callback already running holds the poller's shared
