@@ -6,7 +6,7 @@
 use std::fmt::Write as _;
 
 use super::format::{describe_bound, fmt_quotient};
-use super::report::{Report, SectionReport};
+use super::report::{Quotient, Report, SectionReport};
 
 /// One row per ratio target: experiment, claim, where it is judged, the
 /// deciding measured value (the worst over the cases it applies to), and
@@ -91,7 +91,14 @@ fn rows(section: &SectionReport) -> Vec<Row> {
                 if j.met { "met" } else { "**missed**" },
                 j.confidence.label().to_string(),
             ),
-            None if ratio.values.iter().flatten().any(|q| q.value().is_none()) => {
+            None if section
+                .cases
+                .iter()
+                .zip(&ratio.values)
+                .any(|(case, value)| {
+                    ratio.applies_to(&case.label) && *value == Some(Quotient::BothZero)
+                }) =>
+            {
                 ("0/0".to_string(), "not judged", "—".to_string())
             }
             None => ("no data".to_string(), "**no data**", "—".to_string()),
@@ -111,4 +118,33 @@ fn rows(section: &SectionReport) -> Vec<Row> {
 fn short_title(title: &str) -> &str {
     let end = title.find(['(', ':']).unwrap_or(title.len());
     title[..end].trim_end()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::harness::toy::Toy;
+
+    #[test]
+    fn one_row_per_target_with_its_verdict_and_confidence() {
+        let mut report = Toy::default().report();
+        let md = markdown(&report);
+        assert!(md.contains("| verdict | confidence |"), "{md}");
+        assert!(
+            md.contains(
+                "| `toy` | toy table | old/new ≥ 5.00× | n 4 | 10.0× (at 4) | met | high |"
+            ),
+            "{md}"
+        );
+        // Both medians 0 where the target is judged: not judged, not "no data".
+        let s = &mut report.experiments[0].sections[0];
+        for cell in &mut s.cases[1].cells[..2] {
+            for m in cell.metrics.values_mut() {
+                *m = crate::harness::stats::Summary::of(&[0.0; 5]).unwrap();
+            }
+        }
+        s.compute_ratios();
+        let md = markdown(&report);
+        assert!(md.contains("| n 4 | 0/0 | not judged | — |"), "{md}");
+    }
 }

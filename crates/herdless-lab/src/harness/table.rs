@@ -134,12 +134,17 @@ fn notes(s: &SectionReport) -> Vec<String> {
         .iter()
         .filter_map(|c| {
             let d = c.disturbance.filter(|d| d.is_disturbed())?;
-            Some(format!("{} ({})", c.label, d.describe()))
+            Some(format!(
+                "{} {:.0}%+{:.0}%",
+                c.label,
+                d.others * 100.0,
+                d.steal * 100.0
+            ))
         })
         .collect();
     if !disturbed.is_empty() {
         lines.push(format!(
-            "disturbed while measuring {} {}",
+            "disturbed (CPU time taken by others + steal) at {} {}",
             s.param,
             disturbed.join(", ")
         ));
