@@ -80,6 +80,9 @@ pub struct Judgement {
     pub confidence: Confidence,
     /// Why the confidence is not high (empty when it is).
     pub reasons: Vec<String>,
+    /// Whether a case the verdict rests on was measured on a disturbed
+    /// machine.
+    pub disturbed: bool,
 }
 
 /// The noise interval of `num/den` at `k` spreads: `(lowest, highest)`
@@ -226,6 +229,7 @@ impl SectionReport {
                 .max_by_key(|(c, l)| (l.margin, *c == case))
                 .map(|(_, l)| l.clone())
         };
+        let disturbed = level.as_ref().is_some_and(|l| l.disturbed.is_some());
         let (confidence, reasons) = level.map_or_else(
             || (Confidence::Low, vec!["no spread to judge by".to_string()]),
             CaseLevel::confidence,
@@ -236,6 +240,7 @@ impl SectionReport {
             met,
             confidence,
             reasons,
+            disturbed,
         })
     }
 
@@ -548,6 +553,7 @@ mod tests {
         s.compute_ratios();
         let j = s.judge(&s.ratios[0]).unwrap();
         assert_eq!(j.confidence, Confidence::Medium);
+        assert!(j.disturbed);
         assert!(
             j.reasons[0].contains("disturbed at n 1: others 40%"),
             "{:?}",

@@ -6,8 +6,9 @@
 //! - **Targets.** Each target's verdict (met or missed, with its
 //!   confidence, `verdict.rs`) in A and in B. The runs *agree* when both
 //!   say the same; they differ *within noise* when they disagree but either
-//!   verdict is of low confidence (the bound lies within that run's spread);
-//!   otherwise the verdict *changed* (met → missed is a regression).
+//!   verdict is of low confidence (the bound lies within that run's
+//!   spread) or rests on a row measured on a disturbed machine; otherwise
+//!   the verdict *changed* (met → missed is a regression).
 //! - **Cells.** For each (case, variant) measured in both runs: the medians,
 //!   B/A, and `faster`/`slower` (`better`/`worse` for metrics other than the
 //!   primary one, by the metric's direction) only where the medians differ
@@ -125,6 +126,8 @@ pub struct TargetVerdict {
     pub case: String,
     /// How far it can be trusted.
     pub confidence: Confidence,
+    /// Whether it rests on a row measured on a disturbed machine.
+    pub disturbed: bool,
 }
 
 /// How a target's verdicts in A and B relate.
@@ -132,9 +135,11 @@ pub struct TargetVerdict {
 pub enum Agreement {
     /// Both met, or both missed.
     Agree,
-    /// They differ, and at least one of them is of low confidence.
+    /// They differ, and at least one of them is of low confidence or was
+    /// measured on a disturbed machine.
     WithinNoise,
-    /// They differ, both with medium or high confidence.
+    /// They differ, both with medium or high confidence, on quiet
+    /// machines.
     Changed,
     /// Judged in one run only (no data, or `0/0`, in the other).
     OneSided,
@@ -145,7 +150,11 @@ impl Agreement {
     pub fn of(a: Option<&TargetVerdict>, b: Option<&TargetVerdict>) -> Agreement {
         match (a, b) {
             (Some(a), Some(b)) if a.met == b.met => Agreement::Agree,
-            (Some(a), Some(b)) if a.confidence.min(b.confidence) == Confidence::Low => {
+            (Some(a), Some(b))
+                if a.confidence.min(b.confidence) == Confidence::Low
+                    || a.disturbed
+                    || b.disturbed =>
+            {
                 Agreement::WithinNoise
             }
             (Some(_), Some(_)) => Agreement::Changed,
@@ -312,6 +321,7 @@ fn verdict_of(s: &SectionReport, r: &super::report::RatioReport) -> Option<Targe
         value: j.value,
         case: s.cases[j.case].label.clone(),
         confidence: j.confidence,
+        disturbed: j.disturbed,
     })
 }
 
@@ -492,6 +502,7 @@ mod tests {
             value: Quotient::Value(1.0),
             case: "1".into(),
             confidence,
+            disturbed: false,
         }
     }
 
@@ -505,6 +516,15 @@ mod tests {
         assert_eq!(of((true, High), (false, Low)), Agreement::WithinNoise);
         assert_eq!(of((true, Low), (false, High)), Agreement::WithinNoise);
         assert_eq!(of((true, Medium), (false, High)), Agreement::Changed);
+        // A confident flip measured on a disturbed machine is noise too.
+        let disturbed = TargetVerdict {
+            disturbed: true,
+            ..verdict(false, Medium)
+        };
+        assert_eq!(
+            Agreement::of(Some(&verdict(true, High)), Some(&disturbed)),
+            Agreement::WithinNoise
+        );
         assert_eq!(
             Agreement::of(Some(&verdict(true, High)), None),
             Agreement::OneSided

@@ -16,7 +16,12 @@ pub fn render(c: &Comparison, all_metrics: bool) -> String {
         out.push_str(&para(&format!("note: {note}"), 6));
     }
     if !c.targets.is_empty() {
-        out.push_str("\ntargets, A → B (a flip where either verdict is of low confidence is within noise):\n");
+        out.push('\n');
+        out.push_str(&para(
+            "targets, A → B (a flip is within noise where either verdict is of low confidence \
+             or was measured on a disturbed machine):",
+            2,
+        ));
         for t in &c.targets {
             let line = format!(
                 "[{}] {} / {}: {}: {} → {}",
@@ -120,15 +125,17 @@ pub fn render(c: &Comparison, all_metrics: bool) -> String {
     out
 }
 
-/// `met 1.36× at 8 (high)`, or `not judged`.
+/// `met 1.36× at 8 (high)`, `MISSED 0.9× at 4 (medium, disturbed)`, or
+/// `not judged`.
 fn verdict(v: Option<&TargetVerdict>) -> String {
     match v {
         Some(v) => format!(
-            "{} {} at {} ({})",
+            "{} {} at {} ({}{})",
             if v.met { "met" } else { "MISSED" },
             fmt_quotient(v.value),
             v.case,
-            v.confidence.label()
+            v.confidence.label(),
+            if v.disturbed { ", disturbed" } else { "" }
         ),
         None => "not judged".to_string(),
     }
