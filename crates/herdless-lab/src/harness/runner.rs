@@ -219,10 +219,7 @@ fn run_section(plan: &dyn SectionPlan, opts: &RunOptions, bar: &Progress) -> Sec
 
     let budget = started.elapsed().as_secs_f64() * opts.retry_budget;
     let retrying = Instant::now();
-    for c in 0..cases.len() {
-        if opts.retries == 0 {
-            break;
-        }
+    for c in (0..cases.len()).filter(|_| opts.retries > 0) {
         let Some(reason) = needs_remeasure(&report, c, opts.wide_spread) else {
             continue;
         };
