@@ -1,146 +1,288 @@
-//! `herdless-lab`: the command line. Picks the experiments and the suite,
-//! runs them through the harness, prints the tables and writes `--json` and
-//! `--plot` and `--report` outputs; reads results files back for
-//! `check-json`, `render` and `compare`.
+//! `herdless-lab`: the command line. `run` (and `all`, and no command at
+//! all) measures experiments through the harness, prints their tables and
+//! writes `--json`, `--plot` and `--report`; `list` shows what there is;
+//! `compare`, `render`, `summary` and `check-json` read results files back.
+//!
+//! Usage errors exit with status 2 (clap's), runtime errors with 1 and one
+//! line on stderr, as does a run in which a measurement failed. Output
+//! paths are claimed before the first measurement. A closed stdout (`|
+//! head`) ends the output quietly.
 
 use std::fmt::Write as _;
-use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::time::SystemTime;
+use std::time::{Instant, SystemTime};
 
-use clap::Parser;
+use clap::builder::PossibleValuesParser;
+use clap::{Args, CommandFactory, Parser, Subcommand};
 
 use herdless_lab::experiments;
-use herdless_lab::harness::report::Machine;
+use herdless_lab::harness::console::{note, Console};
+use herdless_lab::harness::disturbance::{Conditions, CpuTimes, LoadAverage, Tally};
+use herdless_lab::harness::machine::Machine;
+use herdless_lab::harness::output::{OutputDir, OutputFile};
+use herdless_lab::harness::verdict::Confidence;
+use herdless_lab::harness::wrap::{para, WIDTH};
 use herdless_lab::harness::{
     compare, html, plot, run_experiment, summary, table, LabError, Report, RunOptions, Suite,
 };
 
-/// Reproduces the seeds' experiments: herdless before and after each patch,
-/// the kernel's own mechanism and the best library, in one run.
+/// Reproduces the seeds' experiments: herdless before and after each
+/// kernel patch, next to the kernel's own mechanism and the best library,
+/// in one process.
 #[derive(Debug, Parser)]
-#[command(name = "herdless-lab", version)]
+#[command(
+    name = "herdless-lab",
+    version,
+    max_term_width = 100,
+    after_help = "Without a command, runs every experiment's quick suite (`herdless-lab run all`)."
+)]
 struct Cli {
-    /// An experiment name, `all` to run every experiment, `list`,
-    /// `check-json FILE` to validate a results file written by `--json`,
-    /// `summary FILE` to print its targets as a Markdown table,
-    /// `render FILE --report DIR` to write the HTML report of a results
-    /// file, or `compare A B` to compare two results files.
-    experiment: String,
-    /// The results files: one for `check-json` and `render`, two (A, then
-    /// B) for `compare`.
-    #[arg(value_name = "FILE")]
-    files: Vec<PathBuf>,
-    /// The default suite: the seeds' parameters scaled to the machine.
-    #[arg(long, group = "suite")]
-    quick: bool,
-    /// Tiny parameters, 1–2 repetitions: checks that the lab runs (CI).
-    #[arg(long, group = "suite")]
-    smoke: bool,
-    /// More repetitions (and larger parameters where they matter).
-    #[arg(long, group = "suite")]
-    full: bool,
-    /// Write the results as JSON to FILE.
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Run experiments and print their tables, verdicts and confidence
+    Run(RunArgs),
+    /// Run every experiment (the same as `run all`)
+    All(RunFlags),
+    /// List the experiments, their tables, cases and variants
+    List(SuiteFlags),
+    /// Compare two results files: targets' verdicts and every cell, B against A
+    Compare(CompareArgs),
+    /// Write the HTML report of a results file
+    Render(RenderArgs),
+    /// Print a results file's targets as a Markdown table (the README's "Results")
+    Summary(FileArg),
+    /// Check that a results file parses against this lab's schema
+    CheckJson(FileArg),
+    #[command(external_subcommand)]
+    Unknown(Vec<String>),
+}
+
+#[derive(Debug, Args)]
+struct RunArgs {
+    /// Experiments to run, in order (`all`: every one)
+    #[arg(value_name = "EXPERIMENT", required = true, value_parser = experiment_names())]
+    experiments: Vec<String>,
+    #[command(flatten)]
+    flags: RunFlags,
+}
+
+#[derive(Debug, Args)]
+struct RunFlags {
+    #[command(flatten)]
+    suite: SuiteFlags,
+    /// Repetitions kept per case and variant, instead of the suite's
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1000))]
+    reps: Option<u32>,
+    /// How many more times a row too noisy to judge may be measured (quick
+    /// and full: 2, smoke: 0)
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(0..=10))]
+    retries: Option<u32>,
+    /// Write the results as JSON to FILE (folders created)
     #[arg(long, value_name = "FILE")]
     json: Option<PathBuf>,
-    /// Write one SVG chart per table into DIR.
+    /// Write one SVG chart per table into DIR (created)
     #[arg(long, value_name = "DIR")]
     plot: Option<PathBuf>,
-    /// Write a self-contained HTML report, DIR/index.html (charts inline,
-    /// no script, no network).
+    /// Write a self-contained HTML report, DIR/index.html (created)
     #[arg(long, value_name = "DIR")]
     report: Option<PathBuf>,
-    /// `compare`: every metric, not only the primary one.
+}
+
+#[derive(Debug, Args)]
+#[group(multiple = false)]
+struct SuiteFlags {
+    /// Tiny parameters, 2 repetitions: checks that the lab runs (CI)
+    #[arg(long)]
+    smoke: bool,
+    /// The seeds' parameters scaled to the machine, 7 repetitions (default)
+    #[arg(long)]
+    quick: bool,
+    /// The quick cases (larger where it matters), 21 repetitions
+    #[arg(long)]
+    full: bool,
+}
+
+impl SuiteFlags {
+    fn suite(&self) -> Suite {
+        if self.smoke {
+            Suite::Smoke
+        } else if self.full {
+            Suite::Full
+        } else {
+            Suite::Quick
+        }
+    }
+}
+
+#[derive(Debug, Args)]
+struct CompareArgs {
+    /// The earlier results file
+    a: PathBuf,
+    /// The later results file, compared against A
+    b: PathBuf,
+    /// Compare every metric, not only each table's primary one
     #[arg(long)]
     all_metrics: bool,
-    /// `compare`: exit with status 1 if a primary metric got worse by more
-    /// than the spreads.
+    /// Exit with status 1 if a primary metric got slower beyond the noise or
+    /// a target went from met to missed with confidence
     #[arg(long)]
     fail_on_regression: bool,
-    /// Repetitions per (case, variant), instead of the suite's default.
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
-    reps: Option<u32>,
+}
+
+#[derive(Debug, Args)]
+struct RenderArgs {
+    /// A results file written by `--json`
+    file: PathBuf,
+    /// Where to write index.html (created)
+    #[arg(long, value_name = "DIR", required = true)]
+    report: PathBuf,
+}
+
+#[derive(Debug, Args)]
+struct FileArg {
+    /// A results file written by `--json`
+    file: PathBuf,
+}
+
+/// The experiments' names and `all`, for clap to check and list.
+fn experiment_names() -> PossibleValuesParser {
+    let mut names: Vec<&'static str> = experiments::all().iter().map(|e| e.name).collect();
+    names.push("all");
+    PossibleValuesParser::new(names)
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    match run(&cli) {
+    let mut console = Console::new();
+    let result = match cli.command {
+        None => run(&["all".to_string()], &default_flags(), &mut console),
+        Some(Command::Run(args)) => run(&args.experiments, &args.flags, &mut console),
+        Some(Command::All(flags)) => run(&["all".to_string()], &flags, &mut console),
+        Some(Command::List(suite)) => list(suite.suite(), &mut console).map(|()| true),
+        Some(Command::Compare(args)) => compare_files(&args, &mut console),
+        Some(Command::Render(args)) => render(&args.file, &args.report),
+        Some(Command::Summary(arg)) => Report::read_json(&arg.file)
+            .and_then(|report| console.print(&summary::markdown(&report)))
+            .map(|()| true),
+        Some(Command::CheckJson(arg)) => check_json(&arg.file, &mut console),
+        Some(Command::Unknown(words)) => unknown_command(&words),
+    };
+    match result {
         Ok(true) => ExitCode::SUCCESS,
         Ok(false) => ExitCode::FAILURE,
-        Err(e @ LabError::UnknownExperiment { .. }) => {
-            eprintln!("herdless-lab: {e}");
-            ExitCode::from(2)
-        }
+        Err(e) if e.is_broken_pipe() => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("herdless-lab: {e}");
+            note(&format!("herdless-lab: {e}"));
             ExitCode::FAILURE
         }
     }
 }
 
-/// Runs what `cli` asks; `Ok(false)` if some measurement failed.
-fn run(cli: &Cli) -> Result<bool, LabError> {
-    let suite = if cli.smoke {
-        Suite::Smoke
-    } else if cli.full {
-        Suite::Full
+/// A usage error for a command clap does not know, pointing at `run` when
+/// it names an experiment (the lab's older command line); exits with 2.
+fn unknown_command(words: &[String]) -> ! {
+    let word = words.first().map_or("", String::as_str);
+    let hint = if experiments::find(word).is_ok() {
+        format!("to run that experiment: herdless-lab run {word}")
     } else {
-        Suite::Quick
+        "see herdless-lab --help".to_string()
     };
-    if cli.experiment == "list" {
-        list(suite)?;
-        return Ok(true);
+    Cli::command()
+        .error(
+            clap::error::ErrorKind::InvalidSubcommand,
+            format!("unknown command '{word}'; {hint}"),
+        )
+        .exit()
+}
+
+fn default_flags() -> RunFlags {
+    RunFlags {
+        suite: SuiteFlags {
+            smoke: false,
+            quick: false,
+            full: false,
+        },
+        reps: None,
+        retries: None,
+        json: None,
+        plot: None,
+        report: None,
     }
-    match cli.experiment.as_str() {
-        "check-json" => return check_json(one_file(cli, "check-json FILE")?),
-        "render" => return render(cli, one_file(cli, "render FILE --report DIR")?),
-        "compare" => return compare_files(cli),
-        "summary" => {
-            let path = one_file(cli, "summary FILE")?;
-            emit(&summary::markdown(&Report::read_json(path)?))?;
-            return Ok(true);
-        }
-        _ => {}
+}
+
+/// The outputs of a run, claimed before measuring.
+struct Outputs {
+    json: Option<OutputFile>,
+    report: Option<OutputFile>,
+    plot: Option<OutputDir>,
+}
+
+impl Outputs {
+    fn claim(flags: &RunFlags) -> Result<Outputs, LabError> {
+        Ok(Outputs {
+            json: flags.json.as_deref().map(OutputFile::claim).transpose()?,
+            report: flags
+                .report
+                .as_deref()
+                .map(|dir| OutputFile::claim(&html::index_of(dir)))
+                .transpose()?,
+            plot: flags.plot.as_deref().map(OutputDir::claim).transpose()?,
+        })
     }
-    if let Some(file) = cli.files.first() {
-        return Err(LabError::Usage(format!(
-            "unexpected argument {} (only `check-json`, `summary`, `render` and `compare` take files)",
-            file.display()
-        )));
+
+    fn any(&self) -> bool {
+        self.json.is_some() || self.report.is_some() || self.plot.is_some()
     }
-    let selected = if cli.experiment == "all" {
+}
+
+/// Runs `names` (`all`: every experiment); `Ok(false)` if some
+/// measurement failed.
+fn run(names: &[String], flags: &RunFlags, console: &mut Console) -> Result<bool, LabError> {
+    let selected = if names.iter().any(|n| n == "all") {
         experiments::all()
     } else {
-        vec![experiments::find(&cli.experiment)?]
+        let mut unique: Vec<&String> = Vec::new();
+        for n in names {
+            if !unique.contains(&n) {
+                unique.push(n);
+            }
+        }
+        unique
+            .into_iter()
+            .map(|n| experiments::find(n))
+            .collect::<Result<_, _>>()?
     };
+    let suite = flags.suite.suite();
     let mut opts = RunOptions::new(suite);
-    if let Some(reps) = cli.reps {
+    if let Some(reps) = flags.reps {
         opts.reps = reps as usize;
+    }
+    if let Some(retries) = flags.retries {
+        opts.retries = retries as usize;
     }
     // Drawn only when stderr is a terminal (see `harness::progress`).
     opts.progress = true;
+    let outputs = Outputs::claim(flags)?;
 
     let started = SystemTime::now();
+    let clock = Instant::now();
     let machine = Machine::detect();
-    emit(&format!(
-        "herdless-lab {} suite: {} repetitions (+{} warm-up) | {} cores, Linux {}, {} | herdless stats {}\n",
-        suite.name(),
-        opts.reps,
-        opts.warmup,
-        machine.cores,
-        machine.kernel,
-        machine.cpu_model,
-        if herdless::stats::ENABLED { "on" } else { "off" }
-    ))?;
+    let load_at_start = LoadAverage::now();
+    let cpu_at_start = CpuTimes::now();
+    console.print(&header(&opts, &machine, load_at_start))?;
     let mut reports = Vec::new();
     let mut clean = true;
     for exp in &selected {
         let report = run_experiment(exp, &opts)?;
-        emit(&format!("\n{}", table::render_experiment(&report)))?;
-        if let Some(dir) = &cli.plot {
-            for path in plot::write_plots(&report, dir)? {
-                eprintln!("wrote {}", path.display());
+        console.print(&format!("\n{}", table::render_experiment(&report)))?;
+        if let Some(dir) = &outputs.plot {
+            for path in plot::write_plots(&report, dir.path())? {
+                note(&format!("wrote {}", path.display()));
             }
         }
         clean &= report
@@ -150,62 +292,134 @@ fn run(cli: &Cli) -> Result<bool, LabError> {
             .flat_map(|c| &c.cells)
             .all(|cell| cell.errors.is_empty());
         reports.push(report);
+        if console.is_closed() && !outputs.any() {
+            return Ok(clean); // nobody reads the tables and nothing is written
+        }
     }
-    if cli.json.is_some() || cli.report.is_some() {
-        let report = Report::new(machine, &opts, started, reports);
-        if let Some(path) = &cli.json {
-            report.write_json(path)?;
-            eprintln!("wrote {}", path.display());
-        }
-        if let Some(dir) = &cli.report {
-            eprintln!("wrote {}", html::write_report(&report, dir)?.display());
-        }
+    let mut tally = Tally::default();
+    if let (Some(before), Some(after)) = (cpu_at_start, CpuTimes::now()) {
+        tally.add(&before, &after);
+    }
+    let mut report = Report::new(machine, &opts, started, reports);
+    report.conditions = Conditions {
+        load_at_start,
+        load_at_end: LoadAverage::now(),
+        disturbance: tally.disturbance(),
+    };
+    console.print(&closing(&report, clock.elapsed().as_secs_f64()))?;
+    if let Some(out) = outputs.json {
+        note(&format!("wrote {}", report.write_json_to(out)?.display()));
+    }
+    if let Some(out) = outputs.report {
+        note(&format!(
+            "wrote {}",
+            html::write_report_to(&report, out)?.display()
+        ));
     }
     Ok(clean)
 }
 
-/// The one file a command takes, or a usage error showing `usage`.
-fn one_file<'c>(cli: &'c Cli, usage: &str) -> Result<&'c Path, LabError> {
-    match cli.files.as_slice() {
-        [file] => Ok(file),
-        _ => Err(LabError::Usage(format!("usage: herdless-lab {usage}"))),
+/// The run's first lines: suite, machine, load.
+fn header(opts: &RunOptions, machine: &Machine, load: Option<LoadAverage>) -> String {
+    let mut text =
+        para(
+            &format!(
+            "herdless-lab {} suite: {} repetitions (+{} warm-up), up to {} re-measurements of a \
+             noisy row; herdless stats {}",
+            opts.suite.name(),
+            opts.reps,
+            opts.warmup,
+            opts.retries,
+            if herdless::stats::ENABLED { "on" } else { "off" }
+        ),
+            2,
+        );
+    let mut machine_line = format!(
+        "{} cores, Linux {}, {}",
+        machine.cores, machine.kernel, machine.cpu_model
+    );
+    if let Some(load) = load {
+        let _ = write!(
+            machine_line,
+            "; load average {:.2} {:.2} {:.2}{}",
+            load.one,
+            load.five,
+            load.fifteen,
+            if load.is_busy(machine.cores) {
+                " (busy: expect noisy numbers)"
+            } else {
+                ""
+            }
+        );
     }
+    text.push_str(&para(&machine_line, 2));
+    text
+}
+
+/// The run's last lines: how the targets came out, how long it took and
+/// how busy the machine was.
+fn closing(report: &Report, seconds: f64) -> String {
+    let judgements: Vec<_> = report
+        .experiments
+        .iter()
+        .flat_map(|e| &e.sections)
+        .flat_map(|s| s.ratios.iter().filter_map(move |r| s.judge(r)))
+        .collect();
+    let targets: usize = report
+        .experiments
+        .iter()
+        .flat_map(|e| &e.sections)
+        .flat_map(|s| &s.ratios)
+        .filter(|r| r.target.is_some())
+        .count();
+    let count = |f: &dyn Fn(&herdless_lab::harness::verdict::Judgement) -> bool| {
+        judgements.iter().filter(|j| f(j)).count()
+    };
+    let mut text = format!(
+        "\n{targets} targets: {} met, {} missed, {} not judged; confidence {} high, {} medium, {} \
+         low. {} in {:.0} s",
+        count(&|j| j.met),
+        count(&|j| !j.met),
+        targets - judgements.len(),
+        count(&|j| j.confidence == Confidence::High),
+        count(&|j| j.confidence == Confidence::Medium),
+        count(&|j| j.confidence == Confidence::Low),
+        report.suite.name(),
+        seconds
+    );
+    if let Some(d) = report.conditions.disturbance {
+        let _ = write!(text, "; {}", d.describe());
+    }
+    text.push('.');
+    para(&text, 2)
 }
 
 /// `render FILE --report DIR`: the HTML report of a results file.
-fn render(cli: &Cli, file: &Path) -> Result<bool, LabError> {
-    let dir = cli
-        .report
-        .as_deref()
-        .ok_or_else(|| LabError::Usage("usage: herdless-lab render FILE --report DIR".into()))?;
+fn render(file: &Path, dir: &Path) -> Result<bool, LabError> {
+    let out = OutputFile::claim(&html::index_of(dir))?;
     let report = Report::read_json(file)?;
-    eprintln!("wrote {}", html::write_report(&report, dir)?.display());
+    note(&format!(
+        "wrote {}",
+        html::write_report_to(&report, out)?.display()
+    ));
     Ok(true)
 }
 
 /// `compare A B`: B against A; `Ok(false)` (exit status 1) on a
 /// regression if `--fail-on-regression`.
-fn compare_files(cli: &Cli) -> Result<bool, LabError> {
-    let [a, b] = cli.files.as_slice() else {
-        return Err(LabError::Usage(
-            "usage: herdless-lab compare A.json B.json [--all-metrics] [--fail-on-regression]"
-                .into(),
-        ));
-    };
-    let (ra, rb) = (Report::read_json(a)?, Report::read_json(b)?);
-    let result = compare::compare(&ra, &rb, cli.all_metrics);
-    emit(&format!(
-        "A: {}\nB: {}\n{}",
-        a.display(),
-        b.display(),
-        compare::render(&result, cli.all_metrics)
-    ))?;
-    Ok(!(cli.fail_on_regression && result.regressions() > 0))
+fn compare_files(args: &CompareArgs, console: &mut Console) -> Result<bool, LabError> {
+    let (ra, rb) = (Report::read_json(&args.a)?, Report::read_json(&args.b)?);
+    let result = compare::compare(&ra, &rb, args.all_metrics);
+    let mut text = para(&format!("A: {}", args.a.display()), 3);
+    text.push_str(&para(&format!("B: {}", args.b.display()), 3));
+    text.push_str(&compare::render(&result, args.all_metrics));
+    console.print(&text)?;
+    Ok(!(args.fail_on_regression && result.regressions() > 0))
 }
 
 /// Reads a `--json` results file back and summarises it: the CI check that
 /// the lab's output parses against the current schema.
-fn check_json(path: &Path) -> Result<bool, LabError> {
+fn check_json(path: &Path, console: &mut Console) -> Result<bool, LabError> {
     let report = Report::read_json(path)?;
     let sections: usize = report.experiments.iter().map(|e| e.sections.len()).sum();
     if sections == 0 {
@@ -214,44 +428,40 @@ fn check_json(path: &Path) -> Result<bool, LabError> {
             path.display()
         )));
     }
-    emit(&format!(
-        "{}: schema {}, {} experiments, {} tables: ok\n",
-        path.display(),
-        report.schema,
-        report.experiments.len(),
-        sections
+    console.print(&para(
+        &format!(
+            "{}: schema {}, {} experiments, {} tables: ok",
+            path.display(),
+            report.schema,
+            report.experiments.len(),
+            sections
+        ),
+        2,
     ))?;
     Ok(true)
 }
 
-/// Writes `text` to stdout; a closed pipe (`| head`) is an error, not a
-/// panic.
-fn emit(text: &str) -> Result<(), LabError> {
-    let mut out = std::io::stdout().lock();
-    out.write_all(text.as_bytes())
-        .and_then(|()| out.flush())
-        .map_err(|e| LabError::os("writing to stdout", e))
-}
-
 /// Prints every experiment, its seed and its tables' cases for `suite`.
-fn list(suite: Suite) -> Result<(), LabError> {
+fn list(suite: Suite, console: &mut Console) -> Result<(), LabError> {
     let mut text = String::new();
     for exp in experiments::all() {
-        let _ = writeln!(text, "{:<14} {}", exp.name, exp.seed);
+        text.push_str(&para(&format!("{}: {}", exp.name, exp.seed), 4));
         for s in &exp.sections {
             let cases: Vec<String> = s.cases(suite).into_iter().map(|(label, _)| label).collect();
             let variants: Vec<&str> = s.variants().into_iter().map(|(name, _)| name).collect();
-            let _ = writeln!(
-                text,
-                "{:<14}   {}: {} = {} ({} suite); {}",
-                "",
-                s.title(),
-                s.param(),
-                cases.join(", "),
-                suite.name(),
-                variants.join(", ")
-            );
+            text.push_str(&para(
+                &format!(
+                    "  - {}: {} = {} ({} suite); variants {}",
+                    s.title(),
+                    s.param(),
+                    cases.join(", "),
+                    suite.name(),
+                    variants.join(", ")
+                ),
+                6,
+            ));
         }
     }
-    emit(&text)
+    debug_assert!(text.lines().all(|l| l.chars().count() <= WIDTH));
+    console.print(&text)
 }

@@ -17,7 +17,8 @@ pub enum LabError {
         /// The known names, comma-separated.
         known: String,
     },
-    /// The command line is inconsistent (e.g. a file where none is taken).
+    /// A request the lab cannot carry out (e.g. a results file holding no
+    /// tables).
     #[error("{0}")]
     Usage(String),
     /// A results file was written with another JSON schema.
@@ -68,13 +69,18 @@ pub enum LabError {
     #[error("{}: inconsistent results: {message}", path.display())]
     Inconsistent {
         /// The file.
-        path: std::path::PathBuf,
+        path: PathBuf,
         /// What is wrong.
         message: String,
     },
-    /// JSON encoding or decoding failed.
-    #[error("JSON: {0}")]
-    Json(#[from] serde_json::Error),
+    /// A results file's JSON could not be encoded or decoded.
+    #[error("{}: JSON: {source}", path.display())]
+    Json {
+        /// The file.
+        path: PathBuf,
+        /// What serde_json said.
+        source: serde_json::Error,
+    },
     /// Drawing a chart failed.
     #[error("plot {}: {message}", path.display())]
     Plot {
@@ -86,6 +92,12 @@ pub enum LabError {
 }
 
 impl LabError {
+    /// Whether this is a write to a closed pipe (`| head` exited): the
+    /// reader has what it wanted, so the lab stops quietly.
+    pub fn is_broken_pipe(&self) -> bool {
+        matches!(self, LabError::Os { source, .. } if source.kind() == std::io::ErrorKind::BrokenPipe)
+    }
+
     /// An OS error while doing `what`.
     pub fn os(what: impl Into<String>, source: std::io::Error) -> Self {
         LabError::Os {

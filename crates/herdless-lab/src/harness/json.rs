@@ -1,46 +1,19 @@
-//! The `--json` output: the [`Report`] with the machine it ran on, written
-//! and read back with serde_json.
+//! The `--json` output: the [`Report`] written and read back with
+//! serde_json, every error naming the file.
 
 use std::path::Path;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use super::report::{ExperimentReport, Machine, Report, SCHEMA};
+use super::disturbance::Conditions;
+use super::machine::Machine;
+use super::output::OutputFile;
+use super::report::{ExperimentReport, Report, SCHEMA};
 use super::runner::RunOptions;
 use super::LabError;
 
-impl Machine {
-    /// Describes this machine: cores, kernel release, CPU model.
-    pub fn detect() -> Machine {
-        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-        let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease")
-            .map(|s| s.trim().to_string())
-            .unwrap_or_else(|_| "unknown".into());
-        let cpu_model = std::fs::read_to_string("/proc/cpuinfo")
-            .ok()
-            .and_then(|text| cpu_model(&text))
-            .unwrap_or_else(|| "unknown".into());
-        Machine {
-            cores,
-            kernel,
-            cpu_model,
-            lab_version: env!("CARGO_PKG_VERSION").to_string(),
-        }
-    }
-}
-
-/// The first `model name` (x86) or `Model`/`CPU part` (arm) of a cpuinfo.
-fn cpu_model(cpuinfo: &str) -> Option<String> {
-    ["model name", "Model", "CPU part"].iter().find_map(|key| {
-        cpuinfo.lines().find_map(|line| {
-            let (k, v) = line.split_once(':')?;
-            (k.trim() == *key).then(|| v.trim().to_string())
-        })
-    })
-}
-
 impl Report {
     /// A report of `experiments`, run on `machine` with `opts`, started at
-    /// `started`.
+    /// `started`; its [`Conditions`] unknown until set.
     pub fn new(
         machine: Machine,
         opts: &RunOptions,
@@ -57,17 +30,24 @@ impl Report {
             started_unix: started
                 .duration_since(UNIX_EPOCH)
                 .map_or(0, |d| d.as_secs()),
+            conditions: Conditions::default(),
             experiments,
         }
     }
 
-    /// Writes the report as pretty-printed JSON.
+    /// Writes the report as pretty-printed JSON to `path` (its folder
+    /// created if missing).
     pub fn write_json(&self, path: &Path) -> Result<(), LabError> {
-        let text = serde_json::to_string_pretty(self)?;
-        std::fs::write(path, text + "\n").map_err(|source| LabError::File {
-            path: path.to_path_buf(),
+        self.write_json_to(OutputFile::claim(path)?).map(drop)
+    }
+
+    /// Writes the report as pretty-printed JSON into a claimed file.
+    pub fn write_json_to(&self, out: OutputFile) -> Result<std::path::PathBuf, LabError> {
+        let text = serde_json::to_string_pretty(self).map_err(|source| LabError::Json {
+            path: out.path().to_path_buf(),
             source,
-        })
+        })?;
+        out.write((text + "\n").as_bytes())
     }
 
     /// Reads a report written by [`Report::write_json`].
@@ -76,13 +56,17 @@ impl Report {
             path: path.to_path_buf(),
             source,
         })?;
+        let json = |source| LabError::Json {
+            path: path.to_path_buf(),
+            source,
+        };
         // Look at the schema number first, so that a file of another
         // schema gets that error rather than a field-level decoding error.
         #[derive(serde::Deserialize)]
         struct Header {
             schema: u32,
         }
-        let header: Header = serde_json::from_str(&text)?;
+        let header: Header = serde_json::from_str(&text).map_err(json)?;
         if header.schema != SCHEMA {
             return Err(LabError::Schema {
                 path: path.to_path_buf(),
@@ -90,7 +74,7 @@ impl Report {
                 expected: SCHEMA,
             });
         }
-        let report: Report = serde_json::from_str(&text)?;
+        let report: Report = serde_json::from_str(&text).map_err(json)?;
         report
             .check_shape()
             .map_err(|message| LabError::Inconsistent {
@@ -133,24 +117,5 @@ impl Report {
             }
         }
         Ok(())
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn cpu_model_is_read_from_the_first_model_name() {
-        let text = "processor\t: 0\nmodel name\t: Example CPU @ 3GHz\nprocessor\t: 1\nmodel name\t: other\n";
-        assert_eq!(cpu_model(text).as_deref(), Some("Example CPU @ 3GHz"));
-        assert_eq!(cpu_model("nothing here"), None);
-    }
-
-    #[test]
-    fn this_machine_has_a_core_and_a_kernel() {
-        let m = Machine::detect();
-        assert!(m.cores >= 1);
-        assert!(!m.kernel.is_empty());
     }
 }

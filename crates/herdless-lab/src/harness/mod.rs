@@ -3,12 +3,17 @@
 //! An experiment is data ([`spec`]): sections (one table each) with their
 //! cases per suite, metrics (the first is primary), variants (closures that
 //! measure one case once and return a [`Sample`]) and ratio columns with
-//! optional targets. The [`runner`] repeats, interleaves and aggregates; the
-//! result is a plain [`Report`] that [`table`], [`plot`], [`html`] and
-//! [`json`] render, and [`compare`] compares across runs; [`narrative`]
-//! words each section's outcome and [`progress`] draws the bar.
-//! [`gang`](mod@gang), [`asleep`] and [`rusage`] are the measuring tools variants use,
-//! so no experiment writes a timing loop of its own.
+//! optional targets. The [`runner`] repeats, interleaves, re-measures noisy
+//! rows and aggregates, noting how busy the machine was ([`disturbance`]);
+//! the result is a plain [`Report`] ([`report`], [`machine`]) that
+//! [`verdict`] judges against the targets, that [`table`] (with [`grid`],
+//! [`format`](mod@format) and [`wrap`]), [`plot`], [`html`], [`summary`] and [`json`]
+//! render, and that [`compare`] compares across runs; [`narrative`] words
+//! each section's outcome and [`progress`] draws the bar. [`output`]
+//! claims the output paths before a run, [`console`] writes to stdout, and
+//! [`toy`] is the deterministic experiment the tests run.
+//! [`gang`](mod@gang), [`asleep`] and [`rusage`] are the measuring tools
+//! variants use, so no experiment writes a timing loop of its own.
 //!
 //! # Adding an experiment
 //! ```text
@@ -33,14 +38,21 @@
 pub mod affinity;
 pub mod asleep;
 pub mod compare;
+pub mod console;
+pub mod disturbance;
 mod error;
+pub mod format;
 pub mod gang;
+pub mod grid;
 pub mod html;
 pub mod json;
+pub mod machine;
 pub mod narrative;
+pub mod output;
 pub mod patience;
 pub mod plot;
 pub mod progress;
+pub mod rank_test;
 pub mod report;
 pub mod runner;
 pub mod rusage;
@@ -48,6 +60,9 @@ pub mod spec;
 pub mod stats;
 pub mod summary;
 pub mod table;
+pub mod toy;
+pub mod verdict;
+pub mod wrap;
 
 pub use error::LabError;
 pub use gang::{gang, GangRun};

@@ -7,7 +7,8 @@
 
 use std::fmt::Write as _;
 
-use super::report::{fmt_ratio, fmt_sig, SectionReport};
+use super::format::{fmt_ratio, fmt_sig};
+use super::report::SectionReport;
 use super::spec::Role;
 
 /// Whether a section's targets were met.
@@ -165,7 +166,12 @@ fn peers(s: &SectionReport) -> Option<String> {
         .iter()
         .filter(|r| outside(&r.num) || outside(&r.den))
         .filter_map(|r| {
-            let values: Vec<f64> = r.values.iter().flatten().copied().collect();
+            let values: Vec<f64> = r
+                .values
+                .iter()
+                .flatten()
+                .filter_map(|q| q.value())
+                .collect();
             let lo = values.iter().copied().reduce(f64::min)?;
             let hi = values.iter().copied().reduce(f64::max)?;
             Some(if values.len() == 1 || fmt_ratio(lo) == fmt_ratio(hi) {
@@ -187,41 +193,14 @@ fn peers(s: &SectionReport) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::harness::{
-        run_experiment, Case, Experiment, Metric, PerSuite, Ratio, RunOptions, Sample, Section,
-        Suite, Variant,
-    };
+    use crate::harness::toy::Toy;
 
     fn toy(target: f64) -> SectionReport {
-        let cases = vec![Case::new("1", 1.0), Case::new("4", 4.0)];
-        let fixed = |name, role, t: f64, wasted: f64| {
-            Variant::new(name, role, move |c: &Case<f64>| {
-                Ok(Sample::new()
-                    .with("t", t * c.params)
-                    .with("wasted", wasted * c.params))
-            })
-        };
-        let exp = Experiment::new("toy", "seed").section(
-            Section::new(
-                "toy table",
-                "n",
-                PerSuite {
-                    smoke: cases.clone(),
-                    quick: cases.clone(),
-                    full: cases,
-                },
-            )
-            .metric(Metric::lower("t", "ns"))
-            .metric(Metric::lower("wasted", "per item"))
-            .evidence(&["wasted"])
-            .variant(fixed("old", Role::Before, 10.0, 3.0))
-            .variant(fixed("new", Role::After, 1.0, 0.0))
-            .variant(fixed("kern", Role::Kernel, 2.0, 0.0))
-            .ratio(Ratio::of("old", "new").at_least(target).at_case("4"))
-            .ratio(Ratio::of("kern", "new")),
-        );
-        let mut report = run_experiment(&exp, &RunOptions::new(Suite::Smoke)).unwrap();
-        report.sections.remove(0)
+        Toy {
+            target,
+            ..Toy::default()
+        }
+        .section()
     }
 
     #[test]
@@ -229,7 +208,12 @@ mod tests {
         let s = toy(5.0);
         assert_eq!(Outcome::of(&s), Outcome::Reproduced);
         let text = paragraph(&s);
-        assert!(text.starts_with("The seed's effect reproduced: 1 of 1 target met (old/new ≥ 5.00× at 4: met (10.0× at n 4))."), "{text}");
+        assert!(
+            text.starts_with(
+                "The seed's effect reproduced: 1 of 1 target met (old/new ≥ 5.00× at 4: met (10.0× at n 4), high confidence)."
+            ),
+            "{text}"
+        );
         assert!(
             text.contains("at n 4: wasted (per item, lower is better): old 12.0, new 0, kern 0."),
             "{text}"

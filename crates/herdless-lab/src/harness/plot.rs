@@ -13,7 +13,8 @@ use std::path::{Path, PathBuf};
 use plotters::coord::ranged1d::SegmentValue;
 use plotters::prelude::*;
 
-use super::report::{fmt_sig, ExperimentReport, SectionReport};
+use super::format::fmt_sig;
+use super::report::{ExperimentReport, SectionReport};
 use super::LabError;
 
 const COLOURS: [RGBColor; 6] = [

@@ -44,6 +44,11 @@ impl Progress {
         }
     }
 
+    /// `steps` more measurements than announced (a row measured again).
+    pub fn more(&self, steps: u64) {
+        self.bar.inc_length(steps);
+    }
+
     /// One measurement done.
     pub fn step(&self) {
         self.bar.inc(1);

@@ -3,16 +3,25 @@
 //! The runner produces it; the table printer, the plotter and the JSON
 //! writer only read it, so a table can be re-rendered from a JSON file.
 //! [`SCHEMA`] is bumped whenever a field changes meaning or disappears.
+//! Judging the ratios against their targets is `verdict.rs`'s job.
 
 use std::collections::BTreeMap;
 
-use serde::{Deserialize, Serialize};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
+use super::disturbance::{Conditions, Disturbance};
+pub use super::machine::Machine;
 use super::spec::{Bound, Role, Suite};
 use super::stats::Summary;
+use super::verdict::Confidence;
 
 /// Version of the JSON layout.
-pub const SCHEMA: u32 = 1;
+///
+/// 2: ratio values may be `"inf"`, `"-inf"` or `"0/0"` (a zero
+/// denominator); ratios carry a `confidence`; cases carry `attempts`,
+/// `remeasured_for` and `disturbance`, sections `disturbance`, the run its
+/// `conditions` (load average, disturbance).
+pub const SCHEMA: u32 = 2;
 
 /// A whole lab run.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -31,21 +40,10 @@ pub struct Report {
     pub herdless_stats: bool,
     /// Seconds since the Unix epoch when the run started.
     pub started_unix: u64,
+    /// How busy the machine was around and during the run.
+    pub conditions: Conditions,
     /// The experiments, in the order run.
     pub experiments: Vec<ExperimentReport>,
-}
-
-/// The machine a report was measured on.
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct Machine {
-    /// `std::thread::available_parallelism`.
-    pub cores: usize,
-    /// Kernel release (`uname -r`).
-    pub kernel: String,
-    /// CPU model from `/proc/cpuinfo`.
-    pub cpu_model: String,
-    /// The lab's version.
-    pub lab_version: String,
 }
 
 /// One experiment's results.
@@ -80,9 +78,12 @@ pub struct SectionReport {
     pub cases: Vec<CaseReport>,
     /// Ratio columns of the primary metric, with their verdicts.
     pub ratios: Vec<RatioReport>,
-    /// The metrics that explain the result (absent in files of older labs).
+    /// The metrics that explain the result.
     #[serde(default)]
     pub evidence: Vec<String>,
+    /// How much of the machine others took while the whole table was
+    /// measured (`None`: too short a window to tell).
+    pub disturbance: Option<Disturbance>,
 }
 
 /// A metric's declaration.
@@ -114,6 +115,16 @@ pub struct CaseReport {
     pub params: serde_json::Value,
     /// One per variant, in the section's variant order.
     pub cells: Vec<Cell>,
+    /// How many times the row was measured: 1, or more when a judged cell's
+    /// spread was too wide (or the machine disturbed) and the runner
+    /// measured the row again; the attempt kept is the narrowest.
+    pub attempts: u32,
+    /// Why the row was measured again (`None` if it was not).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remeasured_for: Option<String>,
+    /// How much of the machine others took while the kept attempt was
+    /// measured (`None`: too short a window to tell).
+    pub disturbance: Option<Disturbance>,
 }
 
 /// One variant's results on one case.
@@ -146,11 +157,87 @@ pub struct RatioReport {
     /// The metric divided; absent: the section's primary metric.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metric: Option<String>,
-    /// One per case (`None` where either median is missing or zero).
-    pub values: Vec<Option<f64>>,
+    /// One per case: the quotient of the medians (`None` where either
+    /// median is missing).
+    pub values: Vec<Option<Quotient>>,
     /// Whether the target holds where it applies (`None`: no target, or no
-    /// value to check).
+    /// value to judge it by).
     pub met: Option<bool>,
+    /// How far the verdict can be trusted (`None` when `met` is).
+    #[serde(default)]
+    pub confidence: Option<Confidence>,
+}
+
+/// A ratio of two medians.
+///
+/// A zero denominator is not missing data: `x/0` with `x > 0` is
+/// `Value(∞)` (the denominator variant never did what the numerator did,
+/// e.g. the "after" variant never contended: the best result), and `0/0`
+/// is [`Quotient::BothZero`] (neither did: nothing to compare). In JSON: a
+/// number, `"inf"`, `"-inf"` or `"0/0"`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Quotient {
+    /// `num / den`, infinite when `den` is 0 and `num` is not.
+    Value(f64),
+    /// Both medians are 0.
+    BothZero,
+}
+
+impl Quotient {
+    /// `num / den` of two medians.
+    pub fn of(num: f64, den: f64) -> Quotient {
+        if num == 0.0 && den == 0.0 {
+            Quotient::BothZero
+        } else {
+            Quotient::Value(num / den)
+        }
+    }
+
+    /// The value, if there is one (`∞` included, `0/0` not).
+    pub fn value(self) -> Option<f64> {
+        match self {
+            Quotient::Value(v) => Some(v),
+            Quotient::BothZero => None,
+        }
+    }
+
+    /// The value if finite (what a chart or a range can show).
+    pub fn finite(self) -> Option<f64> {
+        self.value().filter(|v| v.is_finite())
+    }
+}
+
+impl Serialize for Quotient {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match *self {
+            Quotient::Value(v) if v.is_finite() => s.serialize_f64(v),
+            Quotient::Value(v) if v > 0.0 => s.serialize_str("inf"),
+            Quotient::Value(_) => s.serialize_str("-inf"),
+            Quotient::BothZero => s.serialize_str("0/0"),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Quotient {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Raw {
+            Number(f64),
+            Text(String),
+        }
+        match Raw::deserialize(d)? {
+            Raw::Number(v) => Ok(Quotient::Value(v)),
+            Raw::Text(t) => match t.as_str() {
+                "inf" => Ok(Quotient::Value(f64::INFINITY)),
+                "-inf" => Ok(Quotient::Value(f64::NEG_INFINITY)),
+                "0/0" => Ok(Quotient::BothZero),
+                other => Err(serde::de::Error::custom(format!(
+                    "ratio value \"{other}\" (expected a number, \"inf\", \"-inf\" or \"0/0\")"
+                ))),
+            },
+        }
+    }
 }
 
 impl RatioReport {
@@ -212,143 +299,32 @@ impl SectionReport {
             .any(|cell| cell.metrics.contains_key(metric))
     }
 
-    /// Median of `metric` for `variant` on case `case`.
-    pub fn median(&self, case: usize, variant: &str, metric: &str) -> Option<f64> {
+    /// Summary of `metric` for `variant` on case `case`.
+    pub fn summary(&self, case: usize, variant: &str, metric: &str) -> Option<&Summary> {
         self.cases[case]
             .cells
             .iter()
             .find(|c| c.variant == variant)?
             .metrics
             .get(metric)
-            .map(|s| s.median)
     }
 
-    /// Fills each ratio's per-case values and verdict from the medians.
-    pub fn compute_ratios(&mut self) {
-        let primary = self.primary().name.clone();
-        for r in 0..self.ratios.len() {
-            let metric = self.ratios[r].metric.clone().unwrap_or(primary.clone());
-            let values: Vec<Option<f64>> = (0..self.cases.len())
-                .map(|c| {
-                    let num = self.median(c, &self.ratios[r].num, &metric)?;
-                    let den = self.median(c, &self.ratios[r].den, &metric)?;
-                    let ratio = num / den;
-                    ratio.is_finite().then_some(ratio)
-                })
-                .collect();
-            self.ratios[r].values = values;
-            self.ratios[r].met = ratio_met(self, &self.ratios[r]);
-        }
+    /// Median of `metric` for `variant` on case `case`.
+    pub fn median(&self, case: usize, variant: &str, metric: &str) -> Option<f64> {
+        self.summary(case, variant, metric).map(|s| s.median)
     }
 
-    /// The case (index) and value that decide `ratio`'s target: the worst
-    /// value over the cases it applies to; `None` without a target or data.
-    pub fn deciding(&self, ratio: &RatioReport) -> Option<(usize, f64)> {
-        decisive(self, ratio)
+    /// The metric `ratio` divides: its own, or the primary one.
+    pub fn ratio_metric<'a>(&'a self, ratio: &'a RatioReport) -> &'a str {
+        ratio.metric.as_deref().unwrap_or(&self.metrics[0].name)
     }
 
-    /// The one-line verdict: each target met or missed with the value that
-    /// decides it, or the range of the first ratio when there is no target.
-    pub fn verdict(&self) -> String {
-        let mut parts = Vec::new();
-        for r in &self.ratios {
-            let Some(bound) = r.target else {
-                continue;
-            };
-            let name = r.name();
-            let target = describe_bound(bound);
-            let where_ = if r.at.is_empty() {
-                "at every case".to_string()
-            } else {
-                format!("at {}", r.at.join(", "))
-            };
-            match decisive(self, r) {
-                Some((case, value)) => {
-                    let mark = if bound.holds(value) { "met" } else { "MISSED" };
-                    let worst = if r.at.len() == 1 { "" } else { "worst " };
-                    parts.push(format!(
-                        "{name} {target} {where_}: {mark} ({worst}{} at {} {})",
-                        fmt_ratio(value),
-                        self.param,
-                        self.cases[case].label
-                    ));
-                }
-                None => parts.push(format!("{name} {target} {where_}: no data")),
-            }
-        }
-        if parts.is_empty() {
-            if let Some(r) = self.ratios.first() {
-                let vals: Vec<f64> = r.values.iter().flatten().copied().collect();
-                let lo = vals.iter().copied().fold(f64::INFINITY, f64::min);
-                let hi = vals.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-                if vals.is_empty() {
-                    parts.push(format!("{}/{}: no data", r.num, r.den));
-                } else {
-                    parts.push(format!(
-                        "{}/{} from {} to {} over {}",
-                        r.num,
-                        r.den,
-                        fmt_ratio(lo),
-                        fmt_ratio(hi),
-                        self.param
-                    ));
-                }
-            }
-        }
-        if parts.is_empty() {
-            return "no ratio to judge".to_string();
-        }
-        parts.join("; ")
+    /// How much of the machine others took while case `case` was measured:
+    /// the row's own window, or the whole table's when the row's was too
+    /// short to tell.
+    pub fn disturbance_at(&self, case: usize) -> Option<Disturbance> {
+        self.cases[case].disturbance.or(self.disturbance)
     }
-}
-
-/// The case and value that decide a ratio's target: the worst value over the
-/// cases it applies to.
-fn decisive(section: &SectionReport, ratio: &RatioReport) -> Option<(usize, f64)> {
-    let bound = ratio.target?;
-    (0..section.cases.len())
-        .filter(|&c| ratio.applies_to(&section.cases[c].label))
-        .filter_map(|c| ratio.values[c].map(|v| (c, v)))
-        .reduce(|a, b| {
-            let b_worse = match bound {
-                Bound::AtLeast(_) => b.1 < a.1,
-                Bound::AtMost(_) => b.1 > a.1,
-            };
-            if b_worse {
-                b
-            } else {
-                a
-            }
-        })
-}
-
-fn ratio_met(section: &SectionReport, ratio: &RatioReport) -> Option<bool> {
-    let (_, value) = decisive(section, ratio)?;
-    Some(ratio.target?.holds(value))
-}
-
-/// `≥ 10×` or `≤ 1.1×`.
-pub fn describe_bound(bound: Bound) -> String {
-    match bound {
-        Bound::AtLeast(b) => format!("≥ {}", fmt_ratio(b)),
-        Bound::AtMost(b) => format!("≤ {}", fmt_ratio(b)),
-    }
-}
-
-/// A ratio with three significant digits and a `×`.
-pub fn fmt_ratio(value: f64) -> String {
-    format!("{}×", fmt_sig(value, 3))
-}
-
-/// `value` with `digits` significant digits (no exponent, at most 6
-/// decimals).
-pub fn fmt_sig(value: f64, digits: usize) -> String {
-    if value == 0.0 || !value.is_finite() {
-        return format!("{value}");
-    }
-    let magnitude = value.abs().log10().floor() as i64;
-    let decimals = (digits as i64 - 1 - magnitude).clamp(0, 6) as usize;
-    format!("{value:.decimals$}")
 }
 
 #[cfg(test)]
@@ -356,10 +332,28 @@ mod tests {
     use super::*;
 
     #[test]
-    fn significant_digits_adapt_to_magnitude() {
-        assert_eq!(fmt_sig(1234.56, 4), "1235");
-        assert_eq!(fmt_sig(12.3456, 4), "12.35");
-        assert_eq!(fmt_sig(0.0123456, 4), "0.01235");
-        assert_eq!(fmt_sig(0.0, 4), "0");
+    fn a_zero_denominator_is_infinite_and_both_zero_is_its_own_value() {
+        assert_eq!(Quotient::of(3.0, 0.0), Quotient::Value(f64::INFINITY));
+        assert_eq!(Quotient::of(0.0, 0.0), Quotient::BothZero);
+        assert_eq!(Quotient::of(0.0, 2.0), Quotient::Value(0.0));
+        assert_eq!(Quotient::of(3.0, 0.0).finite(), None);
+        assert_eq!(Quotient::of(3.0, 0.0).value(), Some(f64::INFINITY));
+    }
+
+    #[test]
+    fn quotients_round_trip_through_json() {
+        let values = vec![
+            Some(Quotient::Value(1.5)),
+            Some(Quotient::Value(f64::INFINITY)),
+            Some(Quotient::Value(f64::NEG_INFINITY)),
+            Some(Quotient::BothZero),
+            None,
+        ];
+        let text = serde_json::to_string(&values).unwrap();
+        assert_eq!(text, r#"[1.5,"inf","-inf","0/0",null]"#);
+        let back: Vec<Option<Quotient>> = serde_json::from_str(&text).unwrap();
+        assert_eq!(back, values);
+        let err = serde_json::from_str::<Quotient>(r#""nan""#).unwrap_err();
+        assert!(err.to_string().contains("\"nan\""), "{err}");
     }
 }

@@ -1,5 +1,5 @@
 //! The one runner every experiment goes through: repetitions, interleaving,
-//! warm-up, error isolation and aggregation.
+//! warm-up, error isolation, re-measuring noisy rows and aggregation.
 //!
 //! For each repetition, for each case, every variant runs once, in the same
 //! process; the order of the variants rotates by one each repetition so no
@@ -7,13 +7,33 @@
 //! thread-heavy one). The first `warmup` repetitions are run and thrown
 //! away. A variant that fails on a case records the error and is not run on
 //! that case again; the other variants go on.
+//!
+//! Between measurements the runner reads the machine's CPU time counters
+//! ([`disturbance`](super::disturbance)), so each row knows how much of the
+//! machine other processes took while it was measured.
+//!
+//! # Re-measuring
+//! Before a table is judged, a row whose target verdict is not of high
+//! confidence ([`verdict`](super::verdict)) *and* that has a judged cell
+//! with a spread wider than [`RunOptions::wide_spread`] of its median, or
+//! was measured on a disturbed machine, is measured again: the whole row
+//! (every variant, interleaved as before, warm-up included), up to
+//! [`RunOptions::retries`] more times, and only while the table's retries
+//! have taken less than [`RunOptions::retry_budget`] times its first pass. The attempt kept is chosen by
+//! the measurement's quality alone, never by its values: an undisturbed
+//! attempt before a disturbed one, then the narrowest (its widest judged
+//! spread). The row records how many attempts it took and why.
 
+use std::time::Instant;
+
+use super::disturbance::{CpuTimes, Tally};
 use super::progress::Progress;
 use super::report::{
     CaseReport, Cell, ExperimentReport, MetricInfo, RatioReport, SectionReport, VariantInfo,
 };
 use super::spec::{Experiment, Metric, Sample, SectionPlan, Suite};
 use super::stats::Summary;
+use super::verdict::Confidence;
 use super::LabError;
 
 /// How to run.
@@ -28,16 +48,32 @@ pub struct RunOptions {
     /// Show a progress bar on stderr (only drawn when stderr is a
     /// terminal; see `progress.rs`).
     pub progress: bool,
+    /// How many more times a noisy row may be measured (0: never).
+    pub retries: usize,
+    /// The spread, as a share of the median, beyond which a judged cell is
+    /// too wide to judge by.
+    pub wide_spread: f64,
+    /// How long a table's re-measurements may take in all, as a multiple
+    /// of its first pass.
+    pub retry_budget: f64,
 }
 
 impl RunOptions {
-    /// The suite's default repetitions, without a progress bar.
+    /// The suite's default repetitions, up to two re-measurements of a row
+    /// whose judged spread exceeds 10% (none in the smoke suite), without
+    /// a progress bar.
     pub fn new(suite: Suite) -> Self {
         RunOptions {
             suite,
             reps: suite.default_reps(),
             warmup: suite.warmup_reps(),
             progress: false,
+            retries: match suite {
+                Suite::Smoke => 0,
+                Suite::Quick | Suite::Full => 2,
+            },
+            wide_spread: 0.10,
+            retry_budget: 1.0,
         }
     }
 }
@@ -70,95 +106,268 @@ pub fn run_experiment(
     })
 }
 
-fn run_section(plan: &dyn SectionPlan, opts: &RunOptions, bar: &Progress) -> SectionReport {
-    let cases = plan.cases(opts.suite);
-    let variants = plan.variants();
-    let metrics = plan.metrics();
-    let (nc, nv) = (cases.len(), variants.len());
-    let rounds = opts.warmup + opts.reps;
-    let mut kept: Vec<Vec<Vec<Sample>>> = vec![vec![Vec::new(); nv]; nc];
-    let mut errors: Vec<Vec<Vec<String>>> = vec![vec![Vec::new(); nv]; nc];
+/// One row's measurements: per variant the kept samples and the errors,
+/// and the CPU time the machine spent while they ran.
+#[derive(Clone, Debug)]
+struct Row {
+    samples: Vec<Vec<Sample>>,
+    errors: Vec<Vec<String>>,
+    tally: Tally,
+}
 
-    for rep in 0..rounds {
-        for c in 0..nc {
-            for k in 0..nv {
-                let v = (k + rep) % nv;
-                bar.doing(format!(
-                    "{} · {} {} · {} · rep {}/{rounds}",
-                    plan.title(),
-                    plan.param(),
-                    cases[c].0,
-                    variants[v].0,
-                    rep + 1
-                ));
-                if errors[c][v].is_empty() {
-                    let sample = plan
-                        .run(opts.suite, c, v)
-                        .and_then(|s| check_sample(s, metrics));
-                    match sample {
-                        Ok(s) if rep >= opts.warmup => kept[c][v].push(s),
-                        Ok(_) => {}
-                        Err(e) => errors[c][v].push(format!("repetition {}: {e}", rep + 1)),
-                    }
-                }
-                bar.step();
-            }
+impl Row {
+    fn new(variants: usize) -> Row {
+        Row {
+            samples: vec![Vec::new(); variants],
+            errors: vec![Vec::new(); variants],
+            tally: Tally::default(),
         }
     }
 
-    let cases = cases
-        .into_iter()
-        .enumerate()
-        .map(|(c, (label, params))| CaseReport {
+    fn failed(&self) -> usize {
+        self.errors.iter().filter(|e| !e.is_empty()).count()
+    }
+}
+
+/// Runs measurements and attributes the machine's CPU time between them to
+/// the row measured.
+struct Measurer<'a> {
+    plan: &'a dyn SectionPlan,
+    opts: &'a RunOptions,
+    bar: &'a Progress,
+    last: Option<CpuTimes>,
+}
+
+impl Measurer<'_> {
+    /// Measures case `c` with variant `v` once (repetition `rep` of
+    /// `rounds`) into `row`, unless that variant already failed there.
+    fn once(&mut self, row: &mut Row, c: usize, v: usize, rep: usize, rounds: usize, label: &str) {
+        let variants = self.plan.variants();
+        self.bar.doing(format!(
+            "{} · {} {} · {} · rep {}/{rounds}",
+            self.plan.title(),
+            self.plan.param(),
             label,
-            params,
-            cells: variants
-                .iter()
-                .enumerate()
-                .map(|(v, (name, _))| Cell {
-                    variant: name.to_string(),
-                    metrics: summarise(&kept[c][v], metrics),
-                    errors: std::mem::take(&mut errors[c][v]),
-                })
-                .collect(),
-        })
-        .collect();
+            variants[v].0,
+            rep + 1
+        ));
+        if row.errors[v].is_empty() {
+            let sample = self
+                .plan
+                .run(self.opts.suite, c, v)
+                .and_then(|s| check_sample(s, self.plan.metrics()));
+            match sample {
+                Ok(s) if rep >= self.opts.warmup => row.samples[v].push(s),
+                Ok(_) => {}
+                Err(e) => row.errors[v].push(format!("repetition {}: {e}", rep + 1)),
+            }
+        }
+        let now = CpuTimes::now();
+        if let (Some(before), Some(after)) = (&self.last, &now) {
+            row.tally.add(before, after);
+        }
+        self.last = now;
+        self.bar.step();
+    }
+}
+
+fn run_section(plan: &dyn SectionPlan, opts: &RunOptions, bar: &Progress) -> SectionReport {
+    let cases = plan.cases(opts.suite);
+    let nv = plan.variants().len();
+    let rounds = opts.warmup + opts.reps;
+    let mut rows: Vec<Row> = cases.iter().map(|_| Row::new(nv)).collect();
+    let mut m = Measurer {
+        plan,
+        opts,
+        bar,
+        last: CpuTimes::now(),
+    };
+    let started = Instant::now();
+    for rep in 0..rounds {
+        for (c, row) in rows.iter_mut().enumerate() {
+            for k in 0..nv {
+                m.once(row, c, (k + rep) % nv, rep, rounds, &cases[c].0);
+            }
+        }
+    }
+    let mut section_tally = Tally::default();
+    for row in &rows {
+        section_tally.merge(&row.tally);
+    }
     let mut report = SectionReport {
         title: plan.title().to_string(),
         param: plan.param().to_string(),
-        metrics: metrics
-            .iter()
-            .map(|m| MetricInfo {
-                name: m.name.to_string(),
-                unit: m.unit.to_string(),
-                lower_is_better: m.lower_is_better,
-            })
-            .collect(),
-        variants: variants
+        metrics: plan.metrics().iter().map(metric_info).collect(),
+        variants: plan
+            .variants()
             .iter()
             .map(|(name, role)| VariantInfo {
                 name: name.to_string(),
                 role: *role,
             })
             .collect(),
-        cases,
-        ratios: plan
-            .ratios()
-            .into_iter()
-            .map(|r| RatioReport {
-                num: r.num.to_string(),
-                den: r.den.to_string(),
-                target: r.target,
-                at: r.at.iter().map(|l| l.to_string()).collect(),
-                metric: r.metric.map(str::to_string),
-                values: Vec::new(),
-                met: None,
-            })
+        cases: rows
+            .iter()
+            .zip(&cases)
+            .map(|(row, (label, params))| case_report(plan, label, params, row))
             .collect(),
+        ratios: plan.ratios().into_iter().map(ratio_report).collect(),
         evidence: plan.evidence().iter().map(|m| m.to_string()).collect(),
+        disturbance: section_tally.disturbance(),
     };
     report.compute_ratios();
+
+    let budget = started.elapsed().as_secs_f64() * opts.retry_budget;
+    let retrying = Instant::now();
+    for c in (0..cases.len()).filter(|_| opts.retries > 0) {
+        let Some(reason) = needs_remeasure(&report, c, opts.wide_spread) else {
+            continue;
+        };
+        let mut kept = quality(&report, c);
+        let mut attempts = 1;
+        while attempts <= opts.retries && retrying.elapsed().as_secs_f64() < budget {
+            attempts += 1;
+            bar.more((rounds * nv) as u64);
+            let mut row = Row::new(nv);
+            row.errors.clone_from(&rows[c].errors);
+            for rep in 0..rounds {
+                for k in 0..nv {
+                    m.once(&mut row, c, (k + rep) % nv, rep, rounds, &cases[c].0);
+                }
+            }
+            if row.failed() > rows[c].failed() {
+                continue; // a variant failed this time: keep what we had
+            }
+            let mut candidate = report.clone();
+            candidate.cases[c] = case_report(plan, &cases[c].0, &cases[c].1, &row);
+            candidate.compute_ratios();
+            let q = quality(&candidate, c);
+            if q < kept {
+                kept = q;
+                rows[c] = row;
+                report = candidate;
+            }
+            if needs_remeasure(&report, c, opts.wide_spread).is_none() {
+                break;
+            }
+        }
+        if attempts > 1 {
+            report.cases[c].attempts = attempts as u32;
+            report.cases[c].remeasured_for = Some(reason);
+        }
+    }
     report
+}
+
+/// Why row `c` should be measured again before it is judged, if it
+/// should: a target judged there without high confidence, and a judged
+/// cell wider than `wide` of its median or a disturbed machine.
+fn needs_remeasure(s: &SectionReport, c: usize, wide: f64) -> Option<String> {
+    let unsure = s
+        .ratios
+        .iter()
+        .filter(|r| matches!(s.case_confidence(r, c), Some((conf, _)) if conf < Confidence::High));
+    for r in unsure {
+        if let Some((variant, metric, spread)) = widest(s, c, std::slice::from_ref(r)) {
+            if spread > wide {
+                return Some(format!(
+                    "{variant} {metric} spread {} > {:.0}%",
+                    pct(spread),
+                    wide * 100.0
+                ));
+            }
+        }
+        if let Some(d) = s.cases[c].disturbance.filter(|d| d.is_disturbed()) {
+            return Some(format!("disturbed: {}", d.describe()));
+        }
+    }
+    None
+}
+
+/// The widest relative spread among the cells `ratios` judge on row `c`:
+/// `(variant, metric, spread / median)`; a spread over a zero median is
+/// infinitely wide.
+fn widest(s: &SectionReport, c: usize, ratios: &[RatioReport]) -> Option<(String, String, f64)> {
+    ratios
+        .iter()
+        .filter(|r| r.target.is_some() && r.applies_to(&s.cases[c].label))
+        .flat_map(|r| {
+            let metric = s.ratio_metric(r).to_string();
+            [r.num.clone(), r.den.clone()].map(|v| (v, metric.clone()))
+        })
+        .filter_map(|(variant, metric)| {
+            let sum = s.summary(c, &variant, &metric)?;
+            let rel = match (sum.spread == 0.0, sum.median == 0.0) {
+                (true, _) => 0.0,
+                (false, true) => f64::INFINITY,
+                (false, false) => sum.spread / sum.median.abs(),
+            };
+            Some((variant, metric, rel))
+        })
+        .max_by(|a, b| a.2.total_cmp(&b.2))
+}
+
+/// How good row `c`'s measurement is, smaller better, from its conditions
+/// and spreads only (never its values): disturbed or not, then the widest
+/// judged spread.
+fn quality(s: &SectionReport, c: usize) -> (bool, f64) {
+    let disturbed = s.cases[c].disturbance.is_some_and(|d| d.is_disturbed());
+    let spread = widest(s, c, &s.ratios).map_or(0.0, |w| w.2);
+    (disturbed, spread)
+}
+
+fn pct(share: f64) -> String {
+    if share.is_finite() {
+        format!("{:.0}%", share * 100.0)
+    } else {
+        "over a zero median".to_string()
+    }
+}
+
+fn metric_info(m: &Metric) -> MetricInfo {
+    MetricInfo {
+        name: m.name.to_string(),
+        unit: m.unit.to_string(),
+        lower_is_better: m.lower_is_better,
+    }
+}
+
+fn ratio_report(r: super::spec::Ratio) -> RatioReport {
+    RatioReport {
+        num: r.num.to_string(),
+        den: r.den.to_string(),
+        target: r.target,
+        at: r.at.iter().map(|l| l.to_string()).collect(),
+        metric: r.metric.map(str::to_string),
+        values: Vec::new(),
+        met: None,
+        confidence: None,
+    }
+}
+
+fn case_report(
+    plan: &dyn SectionPlan,
+    label: &str,
+    params: &serde_json::Value,
+    row: &Row,
+) -> CaseReport {
+    CaseReport {
+        label: label.to_string(),
+        params: params.clone(),
+        cells: plan
+            .variants()
+            .iter()
+            .enumerate()
+            .map(|(v, (name, _))| Cell {
+                variant: name.to_string(),
+                metrics: summarise(&row.samples[v], plan.metrics()),
+                errors: row.errors[v].clone(),
+            })
+            .collect(),
+        attempts: 1,
+        remeasured_for: None,
+        disturbance: row.tally.disturbance(),
+    }
 }
 
 /// A sample must hold the primary metric, only declared metrics, and only
@@ -197,7 +406,9 @@ fn summarise(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::harness::report::Quotient;
     use crate::harness::spec::{Case, PerSuite, Ratio, Role, Section, Variant};
+    use std::sync::atomic::{AtomicUsize, Ordering};
     use std::sync::Mutex;
 
     fn cases() -> PerSuite<Vec<Case<u32>>> {
@@ -226,10 +437,9 @@ mod tests {
                 .ratio(Ratio::of("a", "b").at_least(4.0)),
         );
         let opts = RunOptions {
-            suite: Suite::Quick,
             reps: 2,
             warmup: 1,
-            progress: false,
+            ..RunOptions::new(Suite::Quick)
         };
         let report = run_experiment(&exp, &opts).unwrap();
         let order = ORDER.lock().unwrap().clone();
@@ -252,7 +462,7 @@ mod tests {
         );
         let s = &report.sections[0];
         assert_eq!(s.cases[1].cells[0].metrics["t"].samples, vec![20.0, 20.0]);
-        assert_eq!(s.ratios[0].values, vec![Some(5.0), Some(5.0)]);
+        assert_eq!(s.ratios[0].values, vec![Some(Quotient::Value(5.0)); 2]);
         assert_eq!(s.ratios[0].met, Some(true));
     }
 
@@ -276,7 +486,11 @@ mod tests {
         assert_eq!(s.ratios[0].at, ["1", "2"]);
         assert_eq!(s.ratios[0].met, Some(false), "2.5 at case 2 decides");
         assert_eq!(s.ratios[1].met, Some(true));
-        assert!(s.verdict().contains("at 1, 2: MISSED (worst 2.50×"));
+        assert!(
+            s.verdict().contains("at 1, 2: MISSED (worst 2.50×"),
+            "{}",
+            s.verdict()
+        );
         // JSON: a list for several cases, a plain label for one (as schema 1
         // always wrote), and both read back.
         let json = serde_json::to_value(s).unwrap();
@@ -334,5 +548,85 @@ mod tests {
         );
         let err = run_experiment(&exp, &RunOptions::new(Suite::Smoke)).unwrap_err();
         assert!(matches!(err, LabError::Definition(_)), "{err}");
+    }
+
+    /// One case; `steady` always takes 10; `noisy` takes the values of
+    /// `first` (one per call) and 10 after them. `noisy/steady ≤ 1.2`.
+    fn noisy_row(first: &'static [f64]) -> Experiment {
+        let calls = AtomicUsize::new(0);
+        let one = vec![Case::new("1", 1u32)];
+        Experiment::new("toy", "none").section(
+            Section::new(
+                "toy",
+                "n",
+                PerSuite {
+                    smoke: one.clone(),
+                    quick: one.clone(),
+                    full: one,
+                },
+            )
+            .metric(Metric::lower("t", "s"))
+            .variant(Variant::new("noisy", Role::After, move |_: &Case<u32>| {
+                let i = calls.fetch_add(1, Ordering::Relaxed);
+                Ok(Sample::new().with("t", first.get(i).copied().unwrap_or(10.0)))
+            }))
+            .variant(Variant::new("steady", Role::Peer, |_: &Case<u32>| {
+                Ok(Sample::new().with("t", 10.0))
+            }))
+            .ratio(Ratio::of("noisy", "steady").at_most(1.2)),
+        )
+    }
+
+    fn retrying(retries: usize) -> RunOptions {
+        RunOptions {
+            reps: 5,
+            warmup: 0,
+            retries,
+            retry_budget: f64::INFINITY,
+            ..RunOptions::new(Suite::Quick)
+        }
+    }
+
+    #[test]
+    fn a_row_too_wide_to_judge_is_measured_again_and_the_narrow_attempt_kept() {
+        let exp = noisy_row(&[10.0, 20.0, 12.0, 20.0, 15.0]);
+        let report = run_experiment(&exp, &retrying(2)).unwrap();
+        let s = &report.sections[0];
+        let case = &s.cases[0];
+        assert_eq!(case.attempts, 2, "the second attempt was narrow enough");
+        let why = case.remeasured_for.as_deref().unwrap();
+        assert!(
+            why.starts_with("noisy t spread") && why.ends_with("> 10%"),
+            "{why}"
+        );
+        assert_eq!(case.cells[0].metrics["t"].samples, vec![10.0; 5]);
+        assert_eq!(s.ratios[0].values, vec![Some(Quotient::Value(1.0))]);
+        assert_eq!(s.ratios[0].met, Some(true));
+    }
+
+    #[test]
+    fn re_measuring_is_bounded_and_keeps_the_first_attempt_when_no_retry_is_narrower() {
+        // Noisy for all 15 calls: the first pass and both retries alike.
+        static NOISE: [f64; 15] = [
+            10.0, 30.0, 11.0, 29.0, 20.0, 10.0, 30.0, 11.0, 29.0, 20.0, 10.0, 30.0, 11.0, 29.0,
+            20.0,
+        ];
+        let report = run_experiment(&noisy_row(&NOISE), &retrying(2)).unwrap();
+        let case = &report.sections[0].cases[0];
+        assert_eq!(case.attempts, 3, "one first pass and two retries, no more");
+        assert_eq!(case.cells[0].metrics["t"].samples, NOISE[..5].to_vec());
+        // Without retries the row is judged as measured.
+        let once = run_experiment(&noisy_row(&NOISE), &retrying(0)).unwrap();
+        assert_eq!(once.sections[0].cases[0].attempts, 1);
+        assert_eq!(once.sections[0].cases[0].remeasured_for, None);
+    }
+
+    #[test]
+    fn a_clear_verdict_is_not_measured_again_however_wide() {
+        // noisy ≈ 2 ± 50%, steady 10: 0.2 ≤ 1.2 even at twice the spread.
+        let report = run_experiment(&noisy_row(&[1.0, 3.0, 1.0, 3.0, 2.0]), &retrying(2)).unwrap();
+        let s = &report.sections[0];
+        assert_eq!(s.ratios[0].confidence, Some(Confidence::High));
+        assert_eq!(s.cases[0].attempts, 1);
     }
 }

@@ -1,11 +1,12 @@
 //! The headline table: every ratio target of a run, in Markdown, with the
-//! machine it ran on. `herdless-lab summary FILE` prints it from a `--json`
-//! results file; the README's "Results" section is this output.
+//! machine it ran on and how busy it was. `herdless-lab summary FILE`
+//! prints it from a `--json` results file; the README's "Results" section
+//! is this output.
 
 use std::fmt::Write as _;
 
-use super::report::{describe_bound, fmt_ratio, Report, SectionReport};
-use super::spec::Bound;
+use super::format::{describe_bound, fmt_quotient};
+use super::report::{Quotient, Report, SectionReport};
 
 /// One row per ratio target: experiment, claim, where it is judged, the
 /// deciding measured value (the worst over the cases it applies to), and
@@ -24,20 +25,36 @@ pub fn markdown(report: &Report) -> String {
         m.cpu_model,
         m.kernel,
     );
-    out.push_str("| experiment | table | target | judged at | measured | verdict |\n");
-    out.push_str("|---|---|---|---|---|---|\n");
+    let c = &report.conditions;
+    let mut busy = Vec::new();
+    if let Some(load) = c.load_at_start {
+        busy.push(format!(
+            "load average {:.2} at the start{}",
+            load.one,
+            if load.is_busy(m.cores) { " (busy)" } else { "" }
+        ));
+    }
+    if let Some(d) = c.disturbance {
+        busy.push(format!("over the run {}", d.describe()));
+    }
+    if !busy.is_empty() {
+        let _ = writeln!(out, "Machine: {}.\n", busy.join("; "));
+    }
+    out.push_str("| experiment | table | target | judged at | measured | verdict | confidence |\n");
+    out.push_str("|---|---|---|---|---|---|---|\n");
     for exp in &report.experiments {
         for section in &exp.sections {
             for row in rows(section) {
                 let _ = writeln!(
                     out,
-                    "| `{}` | {} | {} | {} | {} | {} |",
+                    "| `{}` | {} | {} | {} | {} | {} | {} |",
                     exp.name,
                     short_title(&section.title),
                     row.target,
                     row.judged_at,
                     row.measured,
-                    row.verdict
+                    row.verdict,
+                    row.confidence
                 );
             }
         }
@@ -50,6 +67,7 @@ struct Row {
     judged_at: String,
     measured: String,
     verdict: &'static str,
+    confidence: String,
 }
 
 fn rows(section: &SectionReport) -> Vec<Row> {
@@ -58,44 +76,39 @@ fn rows(section: &SectionReport) -> Vec<Row> {
         let Some(bound) = ratio.target else {
             continue;
         };
-        let applicable = section
-            .cases
-            .iter()
-            .enumerate()
-            .filter(|(_, c)| ratio.applies_to(&c.label))
-            .filter_map(|(i, c)| ratio.values.get(i).copied().flatten().map(|v| (c, v)));
-        let worst = applicable.reduce(|a, b| {
-            let b_worse = match bound {
-                Bound::AtLeast(_) => b.1 < a.1,
-                Bound::AtMost(_) => b.1 > a.1,
-            };
-            if b_worse {
-                b
-            } else {
-                a
-            }
-        });
         let judged_at = if ratio.at.is_empty() {
             format!("every {}", section.param)
         } else {
             format!("{} {}", section.param, ratio.at.join(", "))
         };
-        let (measured, verdict) = match worst {
-            Some((case, value)) => (
-                format!("{} (at {})", fmt_ratio(value), case.label),
-                if bound.holds(value) {
-                    "met"
-                } else {
-                    "**missed**"
-                },
+        let (measured, verdict, confidence) = match section.judge(ratio) {
+            Some(j) => (
+                format!(
+                    "{} (at {})",
+                    fmt_quotient(j.value),
+                    section.cases[j.case].label
+                ),
+                if j.met { "met" } else { "**missed**" },
+                j.confidence.label().to_string(),
             ),
-            None => ("no data".to_string(), "**no data**"),
+            None if section
+                .cases
+                .iter()
+                .zip(&ratio.values)
+                .any(|(case, value)| {
+                    ratio.applies_to(&case.label) && *value == Some(Quotient::BothZero)
+                }) =>
+            {
+                ("0/0".to_string(), "not judged", "—".to_string())
+            }
+            None => ("no data".to_string(), "**no data**", "—".to_string()),
         };
         rows.push(Row {
             target: format!("{} {}", ratio.name(), describe_bound(bound)),
             judged_at,
             measured,
             verdict,
+            confidence,
         });
     }
     rows
@@ -105,4 +118,33 @@ fn rows(section: &SectionReport) -> Vec<Row> {
 fn short_title(title: &str) -> &str {
     let end = title.find(['(', ':']).unwrap_or(title.len());
     title[..end].trim_end()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::harness::toy::Toy;
+
+    #[test]
+    fn one_row_per_target_with_its_verdict_and_confidence() {
+        let mut report = Toy::default().report();
+        let md = markdown(&report);
+        assert!(md.contains("| verdict | confidence |"), "{md}");
+        assert!(
+            md.contains(
+                "| `toy` | toy table | old/new ≥ 5.00× | n 4 | 10.0× (at 4) | met | high |"
+            ),
+            "{md}"
+        );
+        // Both medians 0 where the target is judged: not judged, not "no data".
+        let s = &mut report.experiments[0].sections[0];
+        for cell in &mut s.cases[1].cells[..2] {
+            for m in cell.metrics.values_mut() {
+                *m = crate::harness::stats::Summary::of(&[0.0; 5]).unwrap();
+            }
+        }
+        s.compute_ratios();
+        let md = markdown(&report);
+        assert!(md.contains("| n 4 | 0/0 | not judged | — |"), "{md}");
+    }
 }

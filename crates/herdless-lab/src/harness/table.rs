@@ -1,18 +1,26 @@
-//! Text tables in the seeds' own shape: one row per case, one column per
-//! variant showing `median [± spread]`, then the ratio columns of the
-//! primary metric, then a one-line verdict.
+//! The terminal's tables, in the seeds' own shape and within 100 columns:
+//! per section, one table per measured metric (rows = cases, columns =
+//! variants, cells `median ±spread%`), then the ratios of the medians in
+//! their own table (`ok`/`MISS` where a target is checked), then one
+//! verdict per line with its confidence.
 //!
-//! The primary metric's table comes first, with the ratios; every other
-//! metric follows in a table of the same shape without them.
+//! When a section's tables do not fit with the variants' full names (and
+//! four significant digits), they use three digits, then letters `A`, `B`…
+//! with a legend; a table still too wide splits its columns
+//! ([`grid`](super::grid)). Long lines wrap ([`wrap`](super::wrap)).
 
 use std::fmt::Write as _;
 
-use super::report::{fmt_ratio, fmt_sig, Cell, ExperimentReport, RatioReport, SectionReport};
+use super::format::{fmt_num, fmt_quotient, fmt_spread};
+use super::grid::grid;
+use super::report::{Cell, ExperimentReport, RatioReport, SectionReport};
+use super::spec::Role;
 use super::stats::SpreadKind;
+use super::wrap::{para, width, WIDTH};
 
 /// Renders an experiment: a title line, then each section.
 pub fn render_experiment(exp: &ExperimentReport) -> String {
-    let mut out = format!("== {} — {}\n", exp.name, exp.seed);
+    let mut out = para(&format!("== {}: {}", exp.name, exp.seed), 3);
     for section in &exp.sections {
         out.push('\n');
         out.push_str(&render_section(section));
@@ -20,15 +28,53 @@ pub fn render_experiment(exp: &ExperimentReport) -> String {
     out
 }
 
-/// Renders one section: a table per measured metric (the primary one with
-/// the ratio columns and the verdict), then any errors.
+/// How a section's tables name the variants and write the medians.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Layout {
+    /// Letters instead of the variants' names (with a legend).
+    codes: bool,
+    /// Significant digits of the medians.
+    digits: usize,
+}
+
+/// Renders one section: heading, notes, a table per measured metric, the
+/// ratios, the verdicts, then any errors.
 pub fn render_section(s: &SectionReport) -> String {
+    let layouts = [(false, 4), (false, 3), (true, 4), (true, 3)]
+        .map(|(codes, digits)| Layout { codes, digits });
+    let layout = layouts
+        .into_iter()
+        .find(|&l| widest_table(s, l) <= WIDTH)
+        .unwrap_or(layouts[3]);
     let mut out = String::new();
+    let (kind, reps) = spread_of(s, &s.primary().name);
+    out.push_str(&para(
+        &format!(
+            "-- {}: median ±spread ({} as a % of the median) of {reps} repetitions",
+            s.title,
+            match kind {
+                SpreadKind::HalfIqr => "half IQR",
+                SpreadKind::HalfRange => "half range",
+            }
+        ),
+        3,
+    ));
+    if layout.codes {
+        let legend: Vec<String> = s
+            .variants
+            .iter()
+            .enumerate()
+            .map(|(i, v)| format!("{} {} ({})", code(i), v.name, role(v.role)))
+            .collect();
+        out.push_str(&para(&format!("   variants: {}", legend.join(", ")), 13));
+    }
+    for line in notes(s) {
+        out.push_str(&para(&format!("   {line}"), 5));
+    }
     for (m, metric) in s.metrics.iter().enumerate() {
         if m > 0 && !s.measured(&metric.name) {
             continue;
         }
-        let (kind, reps) = spread_of(s, &metric.name);
         let better = if metric.lower_is_better {
             "lower"
         } else {
@@ -36,76 +82,226 @@ pub fn render_section(s: &SectionReport) -> String {
         };
         let _ = writeln!(
             out,
-            "{}: {} ({}, {better} is better), median [{}] of {reps} repetitions",
-            s.title,
-            metric.name,
-            metric.unit,
-            kind.describe()
+            "\n{} ({}, {better} is better)",
+            metric.name, metric.unit
         );
-        let primary = m == 0;
-        let mut header = vec![s.param.clone()];
-        header.extend(s.variants.iter().map(|v| v.name.clone()));
-        if primary {
-            header.extend(s.ratios.iter().map(ratio_header));
-        }
-        let rows: Vec<Vec<String>> = (0..s.cases.len())
-            .map(|c| {
-                let case = &s.cases[c];
-                let mut row = vec![case.label.clone()];
-                row.extend(
-                    case.cells
-                        .iter()
-                        .map(|cell| measurement(cell, &metric.name)),
+        let (header, rows) = metric_table(s, m, layout);
+        out.push_str(&grid(&header, &rows, WIDTH));
+        if m == 0 {
+            if let Some((header, rows)) = ratio_table(s, layout) {
+                let _ = writeln!(
+                    out,
+                    "\nratios of the medians ({} unless named)",
+                    metric.name
                 );
-                if primary {
-                    row.extend(s.ratios.iter().map(|r| ratio_cell(r, c, &case.label)));
-                }
-                row
-            })
-            .collect();
-        out.push_str(&grid(&header, &rows));
-        if primary {
-            let _ = writeln!(out, "verdict: {}", s.verdict());
+                out.push_str(&grid(&header, &rows, WIDTH));
+            }
+            out.push_str("\nverdicts:\n");
+            for line in s.verdict_lines() {
+                out.push_str(&para(&format!("  {line}"), 4));
+            }
         }
-        out.push('\n');
     }
     for case in &s.cases {
         for cell in &case.cells {
             if let Some(first) = cell.errors.first() {
-                let _ = writeln!(
-                    out,
-                    "error: {} at {} {}: {first}",
-                    cell.variant, s.param, case.label
-                );
+                out.push_str(&para(
+                    &format!(
+                        "error: {} at {} {}: {first}",
+                        cell.variant, s.param, case.label
+                    ),
+                    4,
+                ));
             }
         }
     }
     out
 }
 
-/// `median [±spread]`, or why there is none.
-fn measurement(cell: &Cell, metric: &str) -> String {
-    match cell.metrics.get(metric) {
-        Some(sum) => format!("{} [±{}]", fmt_sig(sum.median, 4), fmt_sig(sum.spread, 2)),
-        None if !cell.errors.is_empty() => "error".to_string(),
-        None => "—".to_string(),
+/// The rows measured again or measured on a disturbed machine.
+fn notes(s: &SectionReport) -> Vec<String> {
+    let mut lines = Vec::new();
+    for case in &s.cases {
+        if let Some(why) = &case.remeasured_for {
+            lines.push(format!(
+                "re-measured {} {}: {} attempts ({why})",
+                s.param, case.label, case.attempts
+            ));
+        }
+    }
+    let disturbed: Vec<String> = s
+        .cases
+        .iter()
+        .filter_map(|c| {
+            let d = c.disturbance.filter(|d| d.is_disturbed())?;
+            Some(format!(
+                "{} {:.0}%+{:.0}%",
+                c.label,
+                d.others * 100.0,
+                d.steal * 100.0
+            ))
+        })
+        .collect();
+    if !disturbed.is_empty() {
+        lines.push(format!(
+            "disturbed (CPU time taken by others + steal) at {} {}",
+            s.param,
+            disturbed.join(", ")
+        ));
+    } else if let Some(d) = s.disturbance.filter(|d| d.is_disturbed()) {
+        lines.push(format!(
+            "disturbed while measuring this table: {}",
+            d.describe()
+        ));
+    }
+    lines
+}
+
+/// `A`, `B`, … `Z`, then `V27`…
+fn code(i: usize) -> String {
+    match u8::try_from(i) {
+        Ok(i) if i < 26 => char::from(b'A' + i).to_string(),
+        _ => format!("V{}", i + 1),
     }
 }
 
-/// `num/den`; the target is spelled out in the verdict below the table.
-fn ratio_header(r: &RatioReport) -> String {
-    r.name()
+fn role(role: Role) -> &'static str {
+    match role {
+        Role::Before => "before",
+        Role::After => "after",
+        Role::Kernel => "kernel",
+        Role::Peer => "peer",
+    }
+}
+
+/// The variants' column names under `layout`.
+fn names(s: &SectionReport, layout: Layout) -> Vec<String> {
+    s.variants
+        .iter()
+        .enumerate()
+        .map(|(i, v)| {
+            if layout.codes {
+                code(i)
+            } else {
+                v.name.clone()
+            }
+        })
+        .collect()
+}
+
+/// The widest line of any of the section's tables under `layout`, before
+/// splitting.
+fn widest_table(s: &SectionReport, layout: Layout) -> usize {
+    let mut tables = vec![metric_table(s, 0, layout)];
+    tables.extend(ratio_table(s, layout));
+    for m in 1..s.metrics.len() {
+        if s.measured(&s.metrics[m].name) {
+            tables.push(metric_table(s, m, layout));
+        }
+    }
+    tables
+        .iter()
+        .map(|(header, rows)| grid(header, rows, usize::MAX))
+        .flat_map(|text| text.lines().map(width).collect::<Vec<_>>())
+        .max()
+        .unwrap_or(0)
+}
+
+/// Metric `m`'s table: one row per case, one `median ±spread` column per
+/// variant, medians and spreads aligned within each column.
+fn metric_table(s: &SectionReport, m: usize, layout: Layout) -> (Vec<String>, Vec<Vec<String>>) {
+    let metric = &s.metrics[m].name;
+    let mut header = vec![s.param.clone()];
+    header.extend(names(s, layout));
+    let mut rows: Vec<Vec<String>> = s.cases.iter().map(|c| vec![c.label.clone()]).collect();
+    for v in 0..s.variants.len() {
+        let parts: Vec<Result<(String, String), String>> = s
+            .cases
+            .iter()
+            .map(|c| measurement(&c.cells[v], metric, layout.digits))
+            .collect();
+        let mw = parts
+            .iter()
+            .flatten()
+            .map(|(m, _)| width(m))
+            .max()
+            .unwrap_or(0);
+        let sw = parts
+            .iter()
+            .flatten()
+            .map(|(_, s)| width(s))
+            .max()
+            .unwrap_or(0);
+        for (row, part) in rows.iter_mut().zip(parts) {
+            row.push(match part {
+                Ok((median, spread)) => format!(
+                    "{}{median} {spread}{}",
+                    " ".repeat(mw - width(&median)),
+                    " ".repeat(sw - width(&spread))
+                ),
+                Err(text) => format!("{text}{}", " ".repeat(if sw > 0 { sw + 1 } else { 0 })),
+            });
+        }
+    }
+    (header, rows)
+}
+
+/// `(median, ±spread)`, or the text standing for a missing value.
+fn measurement(cell: &Cell, metric: &str, digits: usize) -> Result<(String, String), String> {
+    match cell.metrics.get(metric) {
+        Some(sum) => Ok((
+            fmt_num(sum.median, digits),
+            fmt_spread(sum.median, sum.spread),
+        )),
+        None if !cell.errors.is_empty() => Err("error".to_string()),
+        None => Err("—".to_string()),
+    }
+}
+
+/// The ratios' table: one row per case, one column per ratio; `None`
+/// without ratios.
+fn ratio_table(s: &SectionReport, layout: Layout) -> Option<(Vec<String>, Vec<Vec<String>>)> {
+    if s.ratios.is_empty() {
+        return None;
+    }
+    let names = names(s, layout);
+    let short = |variant: &str| {
+        s.variants
+            .iter()
+            .position(|v| v.name == variant)
+            .map_or(variant.to_string(), |i| names[i].clone())
+    };
+    let mut header = vec![s.param.clone()];
+    header.extend(s.ratios.iter().map(|r| {
+        let name = format!("{}/{}", short(&r.num), short(&r.den));
+        match &r.metric {
+            Some(m) => format!("{name} {m}"),
+            None => name,
+        }
+    }));
+    let rows = s
+        .cases
+        .iter()
+        .enumerate()
+        .map(|(c, case)| {
+            let mut row = vec![case.label.clone()];
+            row.extend(s.ratios.iter().map(|r| ratio_cell(r, c, &case.label)));
+            row
+        })
+        .collect();
+    Some((header, rows))
 }
 
 /// The ratio on case `c`, marked `ok`/`MISS` where its target is checked.
 fn ratio_cell(r: &RatioReport, c: usize, label: &str) -> String {
-    let Some(value) = r.values[c] else {
+    let Some(q) = r.values[c] else {
         return "—".to_string();
     };
-    match r.target.filter(|_| r.applies_to(label)) {
-        Some(b) if b.holds(value) => format!("{} ok", fmt_ratio(value)),
-        Some(_) => format!("{} MISS", fmt_ratio(value)),
-        None => fmt_ratio(value),
+    let text = fmt_quotient(q);
+    match (r.target.filter(|_| r.applies_to(label)), q.value()) {
+        (Some(b), Some(v)) if b.holds(v) => format!("{text} ok"),
+        (Some(_), Some(_)) => format!("{text} MISS"),
+        _ => text,
     }
 }
 
@@ -123,99 +319,38 @@ pub(crate) fn spread_of(s: &SectionReport, metric: &str) -> (SpreadKind, usize) 
     (SpreadKind::for_samples(reps), reps)
 }
 
-/// A bordered grid; the first column left-aligned, the others right-aligned.
-pub(crate) fn grid(header: &[String], rows: &[Vec<String>]) -> String {
-    let width = |s: &str| s.chars().count();
-    let widths: Vec<usize> = (0..header.len())
-        .map(|i| {
-            rows.iter()
-                .map(|r| width(&r[i]))
-                .chain([width(&header[i])])
-                .max()
-                .unwrap_or(0)
-        })
-        .collect();
-    let rule: String = widths
-        .iter()
-        .map(|w| format!("+{}", "-".repeat(w + 2)))
-        .collect::<String>()
-        + "+\n";
-    let line = |cells: &[String]| {
-        let mut l = String::new();
-        for (i, (cell, w)) in cells.iter().zip(&widths).enumerate() {
-            let pad = " ".repeat(w - width(cell));
-            if i == 0 {
-                let _ = write!(l, "| {cell}{pad} ");
-            } else {
-                let _ = write!(l, "| {pad}{cell} ");
-            }
-        }
-        l + "|\n"
-    };
-    let mut out = rule.clone();
-    out.push_str(&line(header));
-    out.push_str(&rule);
-    for r in rows {
-        out.push_str(&line(r));
-    }
-    out.push_str(&rule);
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    use crate::harness::{
-        run_experiment, Case, Experiment, Metric, PerSuite, Ratio, Role, RunOptions, Sample,
-        Section, Suite, Variant,
-    };
-
-    fn toy() -> ExperimentReport {
-        let cases = vec![Case::new("1", 1.0), Case::new("2", 2.0)];
-        let fixed = |name, role, t: f64| {
-            Variant::new(name, role, move |c: &Case<f64>| {
-                Ok(Sample::new().with("t", t * c.params))
-            })
-        };
-        let exp = Experiment::new("toy", "seed").section(
-            Section::new(
-                "toy table",
-                "n",
-                PerSuite {
-                    smoke: cases.clone(),
-                    quick: cases.clone(),
-                    full: cases,
-                },
-            )
-            .metric(Metric::lower("t", "ns"))
-            .metric(Metric::lower("never", "ns"))
-            .variant(fixed("old", Role::Before, 10.0))
-            .variant(fixed("new", Role::After, 1.0))
-            .ratio(Ratio::of("old", "new").at_least(10.0).at_case("2")),
-        );
-        run_experiment(&exp, &RunOptions::new(Suite::Smoke)).unwrap()
-    }
+    use crate::harness::report::VariantInfo;
+    use crate::harness::toy::Toy;
 
     #[test]
-    fn primary_table_shows_ratios_targets_and_verdict() {
-        let text = render_experiment(&toy());
-        assert!(text.lines().any(|l| l.ends_with(" old/new |")), "{text}");
-        let row = |n: &str| {
-            let start = format!("| {n} ");
-            text.lines().find(|l| l.starts_with(&start)).unwrap()
+    fn metric_ratio_and_verdict_tables_of_the_toy() {
+        let text = render_experiment(&Toy::default().report().experiments[0]);
+        let line = |start: &str| {
+            text.lines()
+                .find(|l| l.starts_with(start))
+                .unwrap_or_else(|| panic!("no line starting {start:?} in\n{text}"))
         };
+        assert_eq!(line("n "), "n        old        new       kern");
+        // Medians right-aligned, spreads after them.
+        assert_eq!(line("4 "), "4  40.00 ±0%  4.000 ±0%  8.000 ±0%");
+        assert_eq!(
+            line("ratios of the medians"),
+            "ratios of the medians (t unless named)"
+        );
+        let ratios = text.split("ratios of the medians").nth(1).unwrap();
+        let row = |n: &str| ratios.lines().find(|l| l.starts_with(n)).unwrap();
+        assert_eq!(row("n "), "n   old/new  kern/new");
+        assert_eq!(row("4 "), "4  10.0× ok     2.00×", "target checked at 4");
+        assert_eq!(row("1 "), "1     10.0×     2.00×", "and only at 4");
         assert!(
-            row("2").starts_with("| 2 | 20.00 [±0] | 2.000 [±0] |"),
+            text.contains("  old/new ≥ 5.00× at 4: met (10.0× at n 4), high confidence\n"),
             "{text}"
         );
         assert!(
-            row("2").ends_with(" 10.0× ok |"),
-            "target checked at 2: {text}"
-        );
-        assert!(row("1").ends_with(" 10.0× |"), "and only at 2: {text}");
-        assert!(
-            text.contains("verdict: old/new ≥ 10.0× at 2: met (10.0× at n 2)"),
+            text.contains("\nwasted (per item, lower is better)\n"),
             "{text}"
         );
         assert!(
@@ -225,12 +360,54 @@ mod tests {
     }
 
     #[test]
-    fn grid_aligns_columns_under_the_widest_cell() {
-        let header = vec!["n".to_string(), "value".to_string()];
-        let rows = vec![vec!["512".to_string(), "1.5".to_string()]];
-        assert_eq!(
-            grid(&header, &rows),
-            "+-----+-------+\n| n   | value |\n+-----+-------+\n| 512 |   1.5 |\n+-----+-------+\n"
+    fn many_long_variant_names_become_letters_with_a_legend() {
+        let mut s = Toy::default().section();
+        let long = [
+            "a-rather-long-variant-name-old",
+            "another-long-name-new",
+            "kernel-with-a-long-name",
+        ];
+        for (v, name) in s.variants.iter_mut().zip(long) {
+            v.name = name.to_string();
+        }
+        for case in &mut s.cases {
+            for (cell, name) in case.cells.iter_mut().zip(long) {
+                cell.variant = name.to_string();
+            }
+        }
+        for r in &mut s.ratios {
+            for side in [&mut r.num, &mut r.den] {
+                let i = ["old", "new", "kern"]
+                    .iter()
+                    .position(|n| n == side)
+                    .unwrap();
+                *side = long[i].to_string();
+            }
+        }
+        // Seven copies of the three columns: too wide for full names.
+        let (variants, cases) = (s.variants.clone(), s.cases.clone());
+        for k in 0..6 {
+            s.variants.extend(variants.iter().map(|v| VariantInfo {
+                name: format!("{}-{k}", v.name),
+                role: v.role,
+            }));
+            for (case, orig) in s.cases.iter_mut().zip(&cases) {
+                case.cells.extend(orig.cells.iter().map(|c| {
+                    let mut c = c.clone();
+                    c.variant = format!("{}-{k}", c.variant);
+                    c
+                }));
+            }
+        }
+        let text = render_section(&s);
+        assert!(
+            text.contains("variants: A a-rather-long-variant-name-old (before), B "),
+            "{text}"
+        );
+        assert!(text.lines().all(|l| width(l) <= WIDTH), "{text}");
+        assert!(
+            text.contains("A/B"),
+            "ratio columns use the letters: {text}"
         );
     }
 }

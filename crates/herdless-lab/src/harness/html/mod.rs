@@ -6,7 +6,9 @@
 //! (from `plot.rs`), the paragraph saying whether the seed's effect
 //! reproduced and which counted metric explains it (`narrative.rs`), and one
 //! table per measured metric with median ± spread, the primary one with the
-//! ratio columns (kernel and peers included) and the verdict (`tables.rs`).
+//! ratio columns (kernel and peers included) and the verdicts with their
+//! confidence (`tables.rs`), and the rows measured again or on a disturbed
+//! machine.
 //!
 //! Element ids are stable, for tests and links: `exp-<experiment>`,
 //! `chart-<experiment>-s<i>` (a `<figure>` holding the `<svg>`), and
@@ -18,6 +20,7 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use super::narrative::{paragraph, Outcome};
+use super::output::OutputFile;
 use super::plot;
 use super::report::{ExperimentReport, Report};
 use super::LabError;
@@ -27,17 +30,18 @@ const STYLE: &str = include_str!("style.css");
 /// Writes `index.html` for `report` into `dir` (created if missing) and
 /// returns its path.
 pub fn write_report(report: &Report, dir: &Path) -> Result<PathBuf, LabError> {
+    write_report_to(report, OutputFile::claim(&index_of(dir))?)
+}
+
+/// The report's page in `dir`: `dir/index.html`.
+pub fn index_of(dir: &Path) -> PathBuf {
+    dir.join("index.html")
+}
+
+/// Writes the page for `report` into a claimed `index.html`.
+pub fn write_report_to(report: &Report, out: OutputFile) -> Result<PathBuf, LabError> {
     let page = render(report)?;
-    std::fs::create_dir_all(dir).map_err(|source| LabError::File {
-        path: dir.to_path_buf(),
-        source,
-    })?;
-    let path = dir.join("index.html");
-    std::fs::write(&path, page).map_err(|source| LabError::File {
-        path: path.clone(),
-        source,
-    })?;
-    Ok(path)
+    out.write(page.as_bytes())
 }
 
 /// The whole page.
@@ -62,6 +66,17 @@ pub fn render(report: &Report) -> Result<String, LabError> {
         esc(&m.cpu_model),
         esc(&m.lab_version),
     );
+    let c = &report.conditions;
+    let mut busy = Vec::new();
+    if let Some(load) = c.load_at_start {
+        busy.push(format!("load average {:.2} at the start", load.one));
+    }
+    if let Some(d) = c.disturbance {
+        busy.push(format!("over the run {}", d.describe()));
+    }
+    if !busy.is_empty() {
+        let _ = writeln!(out, "<p class=\"machine\">{}.</p>", esc(&busy.join("; ")));
+    }
     summary(&mut out, report);
     for exp in &report.experiments {
         experiment(&mut out, exp)?;
@@ -136,6 +151,27 @@ fn experiment(out: &mut String, exp: &ExperimentReport) -> Result<(), LabError> 
             None => out.push_str("<p>No chart: no positive median to draw.</p>\n"),
         }
         let _ = writeln!(out, "<p class=\"finding\">{}</p>", esc(&paragraph(s)));
+        for case in &s.cases {
+            if let Some(why) = &case.remeasured_for {
+                let _ = writeln!(
+                    out,
+                    "<p class=\"note\">Measured {} times at {} {}: {}.</p>",
+                    case.attempts,
+                    esc(&s.param),
+                    esc(&case.label),
+                    esc(why)
+                );
+            }
+            if let Some(d) = case.disturbance.filter(|d| d.is_disturbed()) {
+                let _ = writeln!(
+                    out,
+                    "<p class=\"note\">Disturbed while measuring {} {}: {}.</p>",
+                    esc(&s.param),
+                    esc(&case.label),
+                    esc(&d.describe())
+                );
+            }
+        }
         tables::section(out, s, &format!("{e}-s{i}"));
         out.push_str("</section>\n");
     }

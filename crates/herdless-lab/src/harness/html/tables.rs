@@ -1,12 +1,14 @@
 //! The report's HTML tables for one section: one per measured metric (the
 //! primary one always), rows = cases, columns = variants showing
 //! `median ± spread`; the primary table adds the ratio columns, marked where
-//! a target is checked, and the verdict below it.
+//! a target is checked, and the verdicts (one per target, with its
+//! confidence) below it.
 
 use std::fmt::Write as _;
 
 use super::{esc, id};
-use crate::harness::report::{fmt_ratio, fmt_sig, RatioReport, SectionReport};
+use crate::harness::format::{fmt_quotient, fmt_sig};
+use crate::harness::report::{RatioReport, SectionReport};
 use crate::harness::table::spread_of;
 
 /// Writes the tables of section `s`; `prefix` is `<experiment>-s<i>`.
@@ -79,11 +81,9 @@ pub(super) fn section(out: &mut String, s: &SectionReport, prefix: &str) {
         }
         out.push_str("</table>\n");
         if primary {
-            let _ = writeln!(
-                out,
-                "<p class=\"verdict\">verdict: {}</p>",
-                esc(&s.verdict())
-            );
+            for line in s.verdict_lines() {
+                let _ = writeln!(out, "<p class=\"verdict\">verdict: {}</p>", esc(&line));
+            }
         }
     }
     let errors: Vec<String> = s
@@ -110,19 +110,20 @@ pub(super) fn section(out: &mut String, s: &SectionReport, prefix: &str) {
 
 /// The ratio on case `c`: `ok`/`MISS` where its target is checked.
 fn ratio_cell(out: &mut String, r: &RatioReport, c: usize, label: &str) {
-    let Some(value) = r.values[c] else {
+    let Some(q) = r.values[c] else {
         out.push_str("<td class=\"num\">—</td>");
         return;
     };
-    match r.target.filter(|_| r.applies_to(label)) {
-        Some(b) if b.holds(value) => {
-            let _ = write!(out, "<td class=\"num ok\">{} ok</td>", fmt_ratio(value));
+    let text = esc(&fmt_quotient(q));
+    match (r.target.filter(|_| r.applies_to(label)), q.value()) {
+        (Some(b), Some(v)) if b.holds(v) => {
+            let _ = write!(out, "<td class=\"num ok\">{text} ok</td>");
         }
-        Some(_) => {
-            let _ = write!(out, "<td class=\"num miss\">{} MISS</td>", fmt_ratio(value));
+        (Some(_), Some(_)) => {
+            let _ = write!(out, "<td class=\"num miss\">{text} MISS</td>");
         }
-        None => {
-            let _ = write!(out, "<td class=\"num\">{}</td>", fmt_ratio(value));
+        _ => {
+            let _ = write!(out, "<td class=\"num\">{text}</td>");
         }
     }
 }

@@ -1,0 +1,533 @@
+//! `herdless-lab compare A.json B.json`: two runs side by side, to check a
+//! change for regressions, or two runs of the same code for agreement.
+//!
+//! Two kinds of verdict are compared, both so that noise alone does not
+//! turn them:
+//! - **Targets.** Each target's verdict (met or missed, with its
+//!   confidence, `verdict.rs`) in A and in B. The runs *agree* when both
+//!   say the same; they differ *within noise* when they disagree but either
+//!   verdict is of low confidence (the bound lies within that run's
+//!   spread) or rests on a row measured on a disturbed machine; otherwise
+//!   the verdict *changed* (met → missed is a regression).
+//! - **Cells.** For each (case, variant) measured in both runs: the medians,
+//!   B/A, and `faster`/`slower` (`better`/`worse` for metrics other than the
+//!   primary one, by the metric's direction) only where the medians differ
+//!   by more than the two spreads together *and* the exact rank-sum test
+//!   (`rank_test.rs`) puts the chance of so large a difference from noise
+//!   at [`SIGNIFICANCE`] or less; `same` otherwise. With fewer than
+//!   [`MIN_SAMPLES`] repetitions in either run the test cannot reach that
+//!   level, and the cell is `same` and counted as too few to tell.
+//!
+//! Only the primary metric is compared unless `all_metrics`. Cells and
+//! targets in one run only are named, not compared.
+
+mod render;
+
+pub use render::render;
+
+use super::disturbance::Conditions;
+use super::format::describe_bound;
+use super::rank_test;
+use super::report::{Quotient, Report, SectionReport};
+use super::stats::Summary;
+use super::verdict::Confidence;
+
+/// The p-value at or below which a difference is more than noise.
+pub const SIGNIFICANCE: f64 = 0.01;
+
+/// Fewest repetitions per run for the rank test to reach
+/// [`SIGNIFICANCE`] (2 in 252 with five against five).
+pub const MIN_SAMPLES: usize = 5;
+
+/// Which way B moved from A, where the move exceeds the noise.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Change {
+    /// B is better than A beyond the noise.
+    Better,
+    /// B is worse than A beyond the noise.
+    Worse,
+    /// The difference is within the noise.
+    Same,
+}
+
+impl Change {
+    /// Judges `b` against `a` for a metric where lower (or higher) is
+    /// better: beyond both spreads and significant by the rank test.
+    pub fn of(a: &Summary, b: &Summary, lower_is_better: bool) -> Change {
+        let diff = b.median - a.median;
+        if diff.abs() <= a.spread + b.spread
+            || rank_test::p_value(&a.samples, &b.samples) > SIGNIFICANCE
+        {
+            return Change::Same;
+        }
+        if (diff < 0.0) == lower_is_better {
+            Change::Better
+        } else {
+            Change::Worse
+        }
+    }
+
+    /// `faster`/`slower` for a primary metric, `better`/`worse` otherwise.
+    pub fn label(self, primary: bool) -> &'static str {
+        match (self, primary) {
+            (Change::Same, _) => "same",
+            (Change::Better, true) => "faster",
+            (Change::Worse, true) => "slower",
+            (Change::Better, false) => "better",
+            (Change::Worse, false) => "worse",
+        }
+    }
+}
+
+/// One compared (case, variant, metric).
+#[derive(Clone, Debug)]
+pub struct Row {
+    /// Case label.
+    pub case: String,
+    /// Variant name.
+    pub variant: String,
+    /// Metric name.
+    pub metric: String,
+    /// Whether it is the section's primary metric.
+    pub primary: bool,
+    /// Median and spread in A.
+    pub a: (f64, f64),
+    /// Median and spread in B.
+    pub b: (f64, f64),
+    /// B's median over A's.
+    pub ratio: Quotient,
+    /// The verdict.
+    pub change: Change,
+    /// Whether either run had too few repetitions to tell a change.
+    pub too_few: bool,
+}
+
+/// One section present in both runs.
+#[derive(Clone, Debug)]
+pub struct SectionDiff {
+    /// Experiment name.
+    pub experiment: String,
+    /// Section title.
+    pub title: String,
+    /// What the rows vary.
+    pub param: String,
+    /// The compared cells.
+    pub rows: Vec<Row>,
+}
+
+/// A target's verdict in one run.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TargetVerdict {
+    /// Whether it was met.
+    pub met: bool,
+    /// The deciding value.
+    pub value: Quotient,
+    /// The deciding case's label.
+    pub case: String,
+    /// How far it can be trusted.
+    pub confidence: Confidence,
+    /// Whether it rests on a row measured on a disturbed machine.
+    pub disturbed: bool,
+}
+
+/// How a target's verdicts in A and B relate.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Agreement {
+    /// Both met, or both missed.
+    Agree,
+    /// They differ, and at least one of them is of low confidence or was
+    /// measured on a disturbed machine.
+    WithinNoise,
+    /// They differ, both with medium or high confidence, on quiet
+    /// machines.
+    Changed,
+    /// Judged in one run only (no data, or `0/0`, in the other).
+    OneSided,
+}
+
+impl Agreement {
+    /// Relates A's verdict to B's.
+    pub fn of(a: Option<&TargetVerdict>, b: Option<&TargetVerdict>) -> Agreement {
+        match (a, b) {
+            (Some(a), Some(b)) if a.met == b.met => Agreement::Agree,
+            (Some(a), Some(b))
+                if a.confidence.min(b.confidence) == Confidence::Low
+                    || a.disturbed
+                    || b.disturbed =>
+            {
+                Agreement::WithinNoise
+            }
+            (Some(_), Some(_)) => Agreement::Changed,
+            _ => Agreement::OneSided,
+        }
+    }
+
+    /// `agree`, `within noise`, `CHANGED`, `one run only`.
+    pub fn label(self) -> &'static str {
+        match self {
+            Agreement::Agree => "agree",
+            Agreement::WithinNoise => "within noise",
+            Agreement::Changed => "CHANGED",
+            Agreement::OneSided => "one run only",
+        }
+    }
+}
+
+/// One target present in both runs.
+#[derive(Clone, Debug)]
+pub struct TargetDiff {
+    /// Experiment name.
+    pub experiment: String,
+    /// Section title.
+    pub title: String,
+    /// The target: `num/den [metric] ≥ bound at cases`.
+    pub target: String,
+    /// The verdict in A (`None`: not judged there).
+    pub a: Option<TargetVerdict>,
+    /// The verdict in B.
+    pub b: Option<TargetVerdict>,
+    /// How they relate.
+    pub agreement: Agreement,
+}
+
+impl TargetDiff {
+    /// A confident met → missed.
+    pub fn is_regression(&self) -> bool {
+        self.agreement == Agreement::Changed && self.a.as_ref().is_some_and(|a| a.met)
+    }
+}
+
+/// The comparison of two runs.
+#[derive(Clone, Debug, Default)]
+pub struct Comparison {
+    /// Sections present in both, in A's order.
+    pub sections: Vec<SectionDiff>,
+    /// Targets present in both, in A's order.
+    pub targets: Vec<TargetDiff>,
+    /// `experiment / section / case / variant` measured in A only.
+    pub only_in_a: Vec<String>,
+    /// The same, in B only.
+    pub only_in_b: Vec<String>,
+    /// Differences between the runs' settings (machine, suite, counters)
+    /// and how busy each machine was.
+    pub notes: Vec<String>,
+}
+
+impl Comparison {
+    /// Primary metrics that got worse beyond the noise, plus targets that
+    /// went from met to missed with confidence.
+    pub fn regressions(&self) -> usize {
+        self.primary_rows()
+            .filter(|r| r.change == Change::Worse)
+            .count()
+            + self.targets.iter().filter(|t| t.is_regression()).count()
+    }
+
+    /// Primary metrics that got better beyond the noise.
+    pub fn improvements(&self) -> usize {
+        self.primary_rows()
+            .filter(|r| r.change == Change::Better)
+            .count()
+    }
+
+    /// Targets whose verdict changed with confidence either way.
+    pub fn changed_targets(&self) -> usize {
+        self.count_targets(Agreement::Changed)
+    }
+
+    /// Targets with `agreement`.
+    pub fn count_targets(&self, agreement: Agreement) -> usize {
+        self.targets
+            .iter()
+            .filter(|t| t.agreement == agreement)
+            .count()
+    }
+
+    fn primary_rows(&self) -> impl Iterator<Item = &Row> {
+        self.sections
+            .iter()
+            .flat_map(|s| &s.rows)
+            .filter(|r| r.primary)
+    }
+}
+
+/// Compares run `b` against run `a`; only primary metrics unless
+/// `all_metrics`.
+pub fn compare(a: &Report, b: &Report, all_metrics: bool) -> Comparison {
+    let mut out = Comparison {
+        notes: notes(a, b),
+        ..Comparison::default()
+    };
+    let find = |r: &'_ Report, exp: &str, title: &str| {
+        r.experiments
+            .iter()
+            .filter(|e| e.name == exp)
+            .flat_map(|e| &e.sections)
+            .find(|s| s.title == title)
+            .cloned()
+    };
+    for ea in &a.experiments {
+        for sa in &ea.sections {
+            match find(b, &ea.name, &sa.title) {
+                Some(sb) => {
+                    let (diff, only_a, only_b) = section(&ea.name, sa, &sb, all_metrics);
+                    out.sections.push(diff);
+                    out.targets.extend(targets(&ea.name, sa, &sb));
+                    out.only_in_a.extend(only_a);
+                    out.only_in_b.extend(only_b);
+                }
+                None => out.only_in_a.extend(cells(&ea.name, sa)),
+            }
+        }
+    }
+    for eb in &b.experiments {
+        for sb in &eb.sections {
+            if find(a, &eb.name, &sb.title).is_none() {
+                out.only_in_b.extend(cells(&eb.name, sb));
+            }
+        }
+    }
+    out
+}
+
+/// Every measured cell of a section, named.
+fn cells(exp: &str, s: &SectionReport) -> Vec<String> {
+    s.cases
+        .iter()
+        .flat_map(|c| {
+            c.cells
+                .iter()
+                .filter(|cell| !cell.metrics.is_empty())
+                .map(move |cell| format!("{exp} / {} / {} / {}", s.title, c.label, cell.variant))
+        })
+        .collect()
+}
+
+/// A target's name, bound and cases: how it is matched across runs.
+fn target_key(s: &SectionReport, r: &super::report::RatioReport) -> Option<String> {
+    let bound = r.target?;
+    let at = if r.at.is_empty() {
+        "at every case".to_string()
+    } else {
+        format!("at {} {}", s.param, r.at.join(", "))
+    };
+    Some(format!("{} {} {at}", r.name(), describe_bound(bound)))
+}
+
+fn verdict_of(s: &SectionReport, r: &super::report::RatioReport) -> Option<TargetVerdict> {
+    let j = s.judge(r)?;
+    Some(TargetVerdict {
+        met: j.met,
+        value: j.value,
+        case: s.cases[j.case].label.clone(),
+        confidence: j.confidence,
+        disturbed: j.disturbed,
+    })
+}
+
+/// The targets of one section in both runs.
+fn targets(exp: &str, sa: &SectionReport, sb: &SectionReport) -> Vec<TargetDiff> {
+    sa.ratios
+        .iter()
+        .filter_map(|ra| {
+            let key = target_key(sa, ra)?;
+            let rb = sb
+                .ratios
+                .iter()
+                .find(|rb| target_key(sb, rb).as_ref() == Some(&key))?;
+            let (a, b) = (verdict_of(sa, ra), verdict_of(sb, rb));
+            Some(TargetDiff {
+                experiment: exp.to_string(),
+                title: sa.title.clone(),
+                target: key,
+                agreement: Agreement::of(a.as_ref(), b.as_ref()),
+                a,
+                b,
+            })
+        })
+        .collect()
+}
+
+/// Compares two versions of one section.
+fn section(
+    exp: &str,
+    sa: &SectionReport,
+    sb: &SectionReport,
+    all_metrics: bool,
+) -> (SectionDiff, Vec<String>, Vec<String>) {
+    let mut rows = Vec::new();
+    let (mut only_a, mut only_b) = (Vec::new(), Vec::new());
+    let name = |case: &str, variant: &str| format!("{exp} / {} / {case} / {variant}", sa.title);
+    // B's declaration of the metrics decides the direction and the order.
+    let metrics: Vec<_> = sb
+        .metrics
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| all_metrics || *i == 0)
+        .collect();
+    for ca in &sa.cases {
+        let cb = sb.cases.iter().find(|c| c.label == ca.label);
+        for cell_a in ca.cells.iter().filter(|c| !c.metrics.is_empty()) {
+            let Some(cell_b) = cb
+                .and_then(|cb| cb.cells.iter().find(|c| c.variant == cell_a.variant))
+                .filter(|c| !c.metrics.is_empty())
+            else {
+                only_a.push(name(&ca.label, &cell_a.variant));
+                continue;
+            };
+            for &(i, metric) in &metrics {
+                let (Some(a), Some(b)) = (
+                    cell_a.metrics.get(&metric.name),
+                    cell_b.metrics.get(&metric.name),
+                ) else {
+                    continue;
+                };
+                rows.push(Row {
+                    case: ca.label.clone(),
+                    variant: cell_a.variant.clone(),
+                    metric: metric.name.clone(),
+                    primary: i == 0,
+                    a: (a.median, a.spread),
+                    b: (b.median, b.spread),
+                    ratio: Quotient::of(b.median, a.median),
+                    change: Change::of(a, b, metric.lower_is_better),
+                    too_few: a.samples.len().min(b.samples.len()) < MIN_SAMPLES,
+                });
+            }
+        }
+    }
+    for cb in &sb.cases {
+        let ca = sa.cases.iter().find(|c| c.label == cb.label);
+        for cell_b in cb.cells.iter().filter(|c| !c.metrics.is_empty()) {
+            let in_a = ca
+                .and_then(|ca| ca.cells.iter().find(|c| c.variant == cell_b.variant))
+                .is_some_and(|c| !c.metrics.is_empty());
+            if !in_a {
+                only_b.push(name(&cb.label, &cell_b.variant));
+            }
+        }
+    }
+    let diff = SectionDiff {
+        experiment: exp.to_string(),
+        title: sa.title.clone(),
+        param: sa.param.clone(),
+        rows,
+    };
+    (diff, only_a, only_b)
+}
+
+/// What differs between the two runs' settings, and how busy each
+/// machine was.
+fn notes(a: &Report, b: &Report) -> Vec<String> {
+    let mut notes = Vec::new();
+    let mut differ = |what: &str, x: String, y: String| {
+        if x != y {
+            notes.push(format!("{what} differs: A {x}, B {y}"));
+        }
+    };
+    differ("suite", a.suite.name().into(), b.suite.name().into());
+    differ(
+        "cores",
+        a.machine.cores.to_string(),
+        b.machine.cores.to_string(),
+    );
+    differ(
+        "CPU",
+        a.machine.cpu_model.clone(),
+        b.machine.cpu_model.clone(),
+    );
+    differ("kernel", a.machine.kernel.clone(), b.machine.kernel.clone());
+    differ(
+        "herdless counters",
+        a.herdless_stats.to_string(),
+        b.herdless_stats.to_string(),
+    );
+    for (which, r) in [("A", a), ("B", b)] {
+        if let Some(busy) = busy(&r.conditions, r.machine.cores) {
+            notes.push(format!("{which} ran on a busy machine: {busy}"));
+        }
+    }
+    notes
+}
+
+/// How busy a run's machine was, if it was.
+fn busy(c: &Conditions, cores: usize) -> Option<String> {
+    let mut parts = Vec::new();
+    if let Some(load) = c.load_at_start.filter(|l| l.is_busy(cores)) {
+        parts.push(format!("load average {:.2} at the start", load.one));
+    }
+    if let Some(d) = c.disturbance.filter(|d| d.is_disturbed()) {
+        parts.push(d.describe());
+    }
+    (!parts.is_empty()).then(|| parts.join(", "))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn summary(samples: &[f64]) -> Summary {
+        Summary::of(samples).unwrap()
+    }
+
+    #[test]
+    fn a_change_needs_the_spreads_and_the_rank_test() {
+        let a = summary(&[100.0, 101.0, 99.0, 100.5, 99.5]);
+        // Clearly slower: separated and beyond the spreads.
+        let slow = summary(&[110.0, 111.0, 109.0, 110.5, 109.5]);
+        assert_eq!(Change::of(&a, &slow, true), Change::Worse);
+        assert_eq!(Change::of(&a, &slow, false), Change::Better);
+        assert_eq!(Change::Worse.label(true), "slower");
+        assert_eq!(Change::Better.label(false), "better");
+        // Medians apart beyond the spreads, but the samples overlap: the
+        // rank test says noise (p = 38/252).
+        let overlapping = summary(&[98.0, 103.0, 104.0, 102.5, 120.0]);
+        assert!(overlapping.median - a.median > a.spread + overlapping.spread);
+        assert_eq!(Change::of(&a, &overlapping, true), Change::Same);
+        // Every sample of B above every one of A, but the medians within
+        // the spreads.
+        let wide_a = summary(&[0.0, 1.0, 90.0, 99.0, 100.0]);
+        let wide_b = summary(&[101.0, 102.0, 103.0, 104.0, 105.0]);
+        assert_eq!(Change::of(&wide_a, &wide_b, true), Change::Same);
+        // Two repetitions never tell.
+        assert_eq!(
+            Change::of(&summary(&[1.0, 1.0]), &summary(&[9.0, 9.0]), true),
+            Change::Same
+        );
+    }
+
+    fn verdict(met: bool, confidence: Confidence) -> TargetVerdict {
+        TargetVerdict {
+            met,
+            value: Quotient::Value(1.0),
+            case: "1".into(),
+            confidence,
+            disturbed: false,
+        }
+    }
+
+    #[test]
+    fn a_target_flip_counts_only_when_both_verdicts_are_confident() {
+        use Confidence::*;
+        let of = |a: (bool, Confidence), b: (bool, Confidence)| {
+            Agreement::of(Some(&verdict(a.0, a.1)), Some(&verdict(b.0, b.1)))
+        };
+        assert_eq!(of((true, Low), (true, High)), Agreement::Agree);
+        assert_eq!(of((true, High), (false, Low)), Agreement::WithinNoise);
+        assert_eq!(of((true, Low), (false, High)), Agreement::WithinNoise);
+        assert_eq!(of((true, Medium), (false, High)), Agreement::Changed);
+        // A confident flip measured on a disturbed machine is noise too.
+        let disturbed = TargetVerdict {
+            disturbed: true,
+            ..verdict(false, Medium)
+        };
+        assert_eq!(
+            Agreement::of(Some(&verdict(true, High)), Some(&disturbed)),
+            Agreement::WithinNoise
+        );
+        assert_eq!(
+            Agreement::of(Some(&verdict(true, High)), None),
+            Agreement::OneSided
+        );
+    }
+}
