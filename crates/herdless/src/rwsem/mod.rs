@@ -126,10 +126,12 @@
 //! [`TimedOut`]: crate::wait_queue::TimedOut
 
 mod config;
+mod count;
 #[cfg(not(loom))]
 mod lock_api_impl;
 mod raw;
 mod stats;
+mod upgrade;
 mod wait_list;
 mod waiter;
 
@@ -172,3 +174,6 @@ pub type RwSemReadGuard<'a, T> = lock_api::RwLockReadGuard<'a, RawRwSem, T>;
 /// The write guard of [`RwSem`].
 #[cfg(not(loom))]
 pub type RwSemWriteGuard<'a, T> = lock_api::RwLockWriteGuard<'a, RawRwSem, T>;
+/// The upgradable read guard of [`RwSem`].
+#[cfg(not(loom))]
+pub type RwSemUpgradableReadGuard<'a, T> = lock_api::RwLockUpgradableReadGuard<'a, RawRwSem, T>;
