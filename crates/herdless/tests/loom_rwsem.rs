@@ -345,52 +345,6 @@ fn upgradable_release_races_a_writer_queueing() {
     });
 }
 
-/// An upgrade that takes the slot ahead of a nudged (awake) writer must
-/// clear NUDGED: the writer is no longer first, and the last reader's
-/// release must come to grant the upgrade rather than skip the wait lock.
-/// Like the hand-off regression below, it needs no preemption (bound 1:
-/// three threads and a spin are costly at 2).
-#[test]
-fn upgrade_overtaking_a_nudged_writer_is_still_granted() {
-    model(1, |config| {
-        let g = Guarded::new(config);
-        g.sem.write();
-        let writer = thread::spawn({
-            let g = g.clone();
-            move || g.write_once()
-        });
-        g.until_waiters(1);
-        // SAFETY: taken above. The writer at the head is nudged (or, for
-        // `Generic`, granted).
-        unsafe { g.sem.write_unlock() };
-        if g.sem.try_upgradable_read() {
-            let reading = g.sem.try_read();
-            // The writer, if still queued, stays so: we hold the lock.
-            let queued = g.sem.waiters();
-            // Holds belong to no thread: this one upgrades ours.
-            let upgrader = thread::spawn({
-                let g = g.clone();
-                move || {
-                    // SAFETY: the upgradable hold taken above.
-                    unsafe { g.sem.upgrade() };
-                    g.bump();
-                    // SAFETY: upgraded just above.
-                    unsafe { g.sem.write_unlock() };
-                }
-            });
-            if reading {
-                g.until_waiters(queued + 1);
-                // SAFETY: taken above.
-                unsafe { g.sem.read_unlock() };
-            }
-            upgrader.join().unwrap();
-        }
-        writer.join().unwrap();
-        assert!(g.read_once() >= 1);
-        g.assert_idle();
-    });
-}
-
 /// An upgradable waiter queued with readers behind a writer is granted with
 /// them, as one batch (it shares with readers); the writer's data is
 /// visible to both through the grant.
@@ -583,29 +537,50 @@ fn fair_unlock_hands_the_lock_to_the_queued_writer() {
     });
 }
 
-/// Regression: a writer nudged at the head of a free lock (awake, NUDGED
-/// set) is overtaken by a stealing reader; a hand-off request (here a fair
-/// unlock of one of two read holds) then keeps the writer from taking the
-/// lock itself, and the last read release skips the wait lock because
-/// NUDGED is still set. Asking for hand-off must clear NUDGED, or the
-/// writer sleeps forever on a free lock (loom: deadlock). Runs without a
-/// single preemption: the writer simply does not run until the end.
+/// Lines up a writer nudged at the head of a free lock (awake, NUDGED set,
+/// `AtomicCount`) that has already spent its hand-off request: under loom a
+/// waiter's hand-off timer fires once, at its first sleep, and a later
+/// request from that same writer would rescue a lost grant (in real time
+/// it re-arms, so a lost grant there costs up to `HANDOFF_AFTER` on a lock
+/// that could be granted at once, not a hang). A reader queued ahead of the
+/// writer is granted by our release and nudges the writer on its own.
+/// Returns the writer's thread; the lock is free (or, with `Generic`, the
+/// writer's).
+fn nudged_writer_with_its_handoff_spent(g: &Arc<Guarded>) -> thread::JoinHandle<()> {
+    g.sem.write();
+    let reader = thread::spawn({
+        let g = g.clone();
+        move || g.read_once()
+    });
+    g.until_waiters(1);
+    let writer = thread::spawn({
+        let g = g.clone();
+        move || g.write_once()
+    });
+    g.until_waiters(2);
+    // SAFETY: taken above.
+    unsafe { g.sem.write_unlock() };
+    // 0, or 1 if the writer, woken early, stole the free lock ahead of the
+    // reader (`AtomicCount` before any hand-off request): allowed.
+    assert!(reader.join().unwrap() <= 1);
+    writer
+}
+
+/// Regression: a nudged writer (see above) is overtaken by a stealing
+/// reader; a hand-off request (a fair unlock of one of two read holds) then
+/// keeps the writer from taking the lock itself, and the last read release
+/// skips the wait lock because NUDGED is still set. Asking for hand-off
+/// must clear NUDGED, or the writer sleeps on a free lock (loom: deadlock).
+/// Bound 1: three threads and two spins explode at 2 (145 s), and the
+/// interleaving needs none (the writer simply does not run until joined).
 #[test]
 fn nudged_writer_kept_out_by_handoff_is_still_granted() {
-    model(2, |config| {
+    model(1, |config| {
         let g = Guarded::new(config);
-        g.sem.write();
-        let writer = thread::spawn({
-            let g = g.clone();
-            move || g.write_once()
-        });
-        g.until_waiters(1);
-        // SAFETY: taken above. The writer at the head is nudged (or, for
-        // `Generic`, granted).
-        unsafe { g.sem.write_unlock() };
+        let writer = nudged_writer_with_its_handoff_spent(&g);
         if g.sem.try_read() {
-            // A second shared hold, unless the writer (loom fires its
-            // hand-off timer at once) has asked for hand-off meanwhile.
+            // A second shared hold, unless the writer has asked for
+            // hand-off meanwhile.
             if g.sem.try_read() {
                 // SAFETY: taken just above.
                 unsafe { g.sem.read_unlock_fair() };
@@ -615,6 +590,43 @@ fn nudged_writer_kept_out_by_handoff_is_still_granted() {
         }
         writer.join().unwrap();
         assert_eq!(g.read_once(), 1);
+        g.assert_idle();
+    });
+}
+
+/// An upgrade that takes the slot ahead of a nudged writer (see above) must
+/// clear NUDGED: the writer is no longer first, and the last reader's
+/// release must come to grant the upgrade rather than skip the wait lock.
+/// Bound 1, as above (four threads).
+#[test]
+fn upgrade_overtaking_a_nudged_writer_is_still_granted() {
+    model(1, |config| {
+        let g = Guarded::new(config);
+        let writer = nudged_writer_with_its_handoff_spent(&g);
+        if g.sem.try_upgradable_read() {
+            let reading = g.sem.try_read();
+            // The writer, if still queued, stays so: we hold the lock.
+            let queued = g.sem.waiters();
+            // Holds belong to no thread: this one upgrades ours.
+            let upgrader = thread::spawn({
+                let g = g.clone();
+                move || {
+                    // SAFETY: the upgradable hold taken above.
+                    unsafe { g.sem.upgrade() };
+                    g.bump();
+                    // SAFETY: upgraded just above.
+                    unsafe { g.sem.write_unlock() };
+                }
+            });
+            if reading {
+                g.until_waiters(queued + 1);
+                // SAFETY: taken above.
+                unsafe { g.sem.read_unlock() };
+            }
+            upgrader.join().unwrap();
+        }
+        writer.join().unwrap();
+        assert!(g.read_once() >= 1);
         g.assert_idle();
     });
 }
