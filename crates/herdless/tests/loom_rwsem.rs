@@ -25,9 +25,18 @@ const CONFIGS: [RwSemConfig; 2] = [
 /// A long timeout: under loom it fires whenever loom chooses anyway.
 const TIMEOUT: Duration = Duration::from_secs(1);
 
+/// Runs `f` on each of `CONFIGS` at the given preemption bound. Set
+/// `HERDLESS_LOOM_COUNTING=generic` (or `atomic`) to run one counting only,
+/// e.g. to see which one a mutation breaks.
 fn model(bound: usize, f: impl Fn(RwSemConfig) + Sync + Send + 'static) {
     let f = std::sync::Arc::new(f);
-    for config in CONFIGS {
+    let only = std::env::var("HERDLESS_LOOM_COUNTING").ok();
+    let wanted = |config: &RwSemConfig| match only.as_deref() {
+        Some("generic") => config.counting == Counting::Generic,
+        Some("atomic") => config.counting == Counting::AtomicCount,
+        _ => true,
+    };
+    for config in CONFIGS.into_iter().filter(wanted) {
         let f = f.clone();
         let mut builder = loom::model::Builder::new();
         builder.preemption_bound = Some(bound);
