@@ -306,6 +306,20 @@ impl Guarded {
             thread::yield_now();
         }
     }
+
+    /// `AtomicCount`: spins until the queued waiter has made its one loom
+    /// hand-off request (and so sleeps without a deadline from now on).
+    /// That request grants whatever can be granted, so a model whose point
+    /// is a release's own grant waits for it first; otherwise a release
+    /// that forgot to grant would be rescued by it. Nothing can be granted
+    /// while the caller holds the lock, so HANDOFF stays set.
+    fn until_handoff_spent(&self) {
+        if self.sem.config().counting == Counting::AtomicCount {
+            while !self.sem.handoff_requested() {
+                thread::yield_now();
+            }
+        }
+    }
 }
 
 /// "No lost grant" for the upgrade: the upgrader waits in the upgrade slot
@@ -330,6 +344,27 @@ fn upgrade_racing_the_last_readers_release() {
         unsafe { g.sem.read_unlock() };
         upgrader.join().unwrap();
         assert!(reader.join().unwrap() <= 1);
+        assert_eq!(g.read_once(), 1);
+        g.assert_idle();
+    });
+}
+
+/// The upgradable hold's release must grant (nudge) a writer sleeping for
+/// it: here the writer has queued and spent its hand-off request first.
+#[test]
+fn upgradable_release_wakes_the_sleeping_writer() {
+    model(2, |config| {
+        let g = Guarded::new(config);
+        g.sem.upgradable_read();
+        let writer = thread::spawn({
+            let g = g.clone();
+            move || g.write_once()
+        });
+        g.until_waiters(1);
+        g.until_handoff_spent();
+        // SAFETY: taken above.
+        unsafe { g.sem.upgradable_unlock() };
+        writer.join().unwrap();
         assert_eq!(g.read_once(), 1);
         g.assert_idle();
     });
@@ -477,8 +512,9 @@ fn cancelled_upgradable_head_lets_the_reader_behind_it_in() {
     });
 }
 
-/// `downgrade_to_upgradable` grants a queued reader while the downgrader
-/// still holds the lock upgradable (we join the reader before releasing).
+/// `downgrade_to_upgradable` grants a queued reader (asleep, its hand-off
+/// request spent) while the downgrader still holds the lock upgradable (we
+/// join the reader before releasing).
 #[test]
 fn downgrade_to_upgradable_grants_the_queued_reader() {
     model(3, |config| {
@@ -488,6 +524,8 @@ fn downgrade_to_upgradable_grants_the_queued_reader() {
             let g = g.clone();
             move || g.read_once()
         });
+        g.until_waiters(1);
+        g.until_handoff_spent();
         g.bump();
         // SAFETY: held exclusive; afterwards upgradable.
         unsafe { g.sem.downgrade_to_upgradable() };
@@ -498,8 +536,9 @@ fn downgrade_to_upgradable_grants_the_queued_reader() {
     });
 }
 
-/// `downgrade_upgradable` frees the upgradable hold for a queued
-/// upgradable waiter while the downgrader still reads.
+/// `downgrade_upgradable` frees the upgradable hold for a queued (asleep,
+/// hand-off request spent) upgradable waiter while the downgrader still
+/// reads.
 #[test]
 fn downgrade_upgradable_grants_the_queued_upgradable_waiter() {
     model(3, |config| {
@@ -509,6 +548,8 @@ fn downgrade_upgradable_grants_the_queued_upgradable_waiter() {
             let g = g.clone();
             move || g.upgradable_read_once()
         });
+        g.until_waiters(1);
+        g.until_handoff_spent();
         // SAFETY: held upgradable; afterwards shared.
         unsafe { g.sem.downgrade_upgradable() };
         assert_eq!(waiter.join().unwrap(), 0);

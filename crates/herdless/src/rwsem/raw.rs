@@ -840,6 +840,16 @@ impl RawRwSem {
         }
     }
 
+    /// Whether a sleeper (or a fair unlock) has asked for strict hand-off
+    /// (`AtomicCount`; always `false` with `Generic`). For loom models:
+    /// under loom a waiter's hand-off timer fires once, at its first sleep,
+    /// and its request grants whatever can be granted, which would hide a
+    /// release that forgot to grant; a model waits for this first.
+    #[cfg(loom)]
+    pub fn handoff_requested(&self) -> bool {
+        self.count.load(Ordering::Relaxed) & HANDOFF != 0
+    }
+
     /// Threads queued asleep, an upgrader waiting for readers included (a
     /// snapshot).
     pub fn waiters(&self) -> usize {
