@@ -340,6 +340,7 @@ fn upgrade_racing_the_last_readers_release() {
             let g = g.clone();
             move || g.read_once()
         });
+        assert_eq!(g.get(), 0, "no writer while we read");
         // SAFETY: taken above.
         unsafe { g.sem.read_unlock() };
         upgrader.join().unwrap();
@@ -381,6 +382,7 @@ fn upgradable_release_races_a_writer_queueing() {
             let g = g.clone();
             move || g.write_once()
         });
+        assert_eq!(g.get(), 0, "no writer while we hold it upgradable");
         // SAFETY: taken above.
         unsafe { g.sem.upgradable_unlock() };
         writer.join().unwrap();
