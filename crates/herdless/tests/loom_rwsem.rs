@@ -115,7 +115,7 @@ fn last_reader_leaving_races_a_writer_queueing() {
     });
 }
 
-/// DESIGN contract 3: granted readers may see the grant and return (their
+/// ARCHITECTURE contract 3: granted readers may see the grant and return (their
 /// records gone) before the granter's wakeups run; the writer's data is
 /// visible to them through the grant alone.
 #[test]
@@ -173,9 +173,10 @@ fn timeout_racing_grant_is_exactly_one_outcome() {
     });
 }
 
-/// DESIGN contract 4: a writer at the head times out while readers hold the
-/// lock; the reader queued behind it must be granted then, not at the next
-/// release (we only release after it got in).
+/// ARCHITECTURE contract 11 (a cancelled head): a writer at the head times
+/// out while readers hold the lock; the reader queued behind it must be
+/// granted then, not at the next release (we only release after it got
+/// in).
 #[test]
 fn cancelled_head_writer_lets_the_reader_behind_it_in() {
     model(2, |config| {

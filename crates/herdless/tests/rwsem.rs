@@ -194,9 +194,9 @@ fn downgrade_grants_queued_readers_and_keeps_writers_out() {
     });
 }
 
-/// DESIGN contract 4, the scenario: W1, R1, R2 queued behind a
-/// held write lock; W1 times out; R1 and R2 both acquire once the lock is
-/// released. Variant with readers holding: W1 at the head held R1 and R2
+/// ARCHITECTURE contract 11 (a cancelled head), the scenario: W1,
+/// R1, R2 queued behind a held write lock; W1 times out; R1 and R2 both
+/// acquire once the lock is released. Variant with readers holding: W1 at the head held R1 and R2
 /// back although the lock was shared (for `AtomicCount`, once W1 asked for
 /// hand-off); its timeout must grant them at once.
 #[test]

@@ -331,7 +331,8 @@ impl RawRwSem {
                 if deadline.has_passed() {
                     let mut q = self.lock_wait();
                     // Under the wait lock, GRANTED is final: a grant that
-                    // beat the timeout wins (DESIGN contract 5).
+                    // beat the timeout wins (as the wake does in
+                    // ARCHITECTURE contract 4).
                     if waiter.is_granted() {
                         return true;
                     }
@@ -426,7 +427,7 @@ impl RawRwSem {
     }
 
     /// Removes a waiter that timed out, holding the wait lock, and lets
-    /// whoever it was holding back proceed (DESIGN contract 4).
+    /// whoever it was holding back proceed (ARCHITECTURE contract 11).
     fn cancel_locked(&self, q: &mut WaitList, node: NonNull<Waiter>, wakes: &mut WakeList) {
         q.tallies.timeouts.add(1);
         if self.leave_locked(q, node) {

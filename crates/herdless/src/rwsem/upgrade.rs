@@ -331,7 +331,7 @@ impl RawRwSem {
                         self.count.fetch_and(!clear, Ordering::Relaxed);
                     }
                     // Readers queued behind the upgrade share the lock with
-                    // us again (DESIGN contract 4): grant them now.
+                    // us again (ARCHITECTURE contract 11): grant them now.
                     self.grant_locked(&mut q, &mut wakes);
                     self.finish(q, &mut wakes);
                     return false;

@@ -39,7 +39,7 @@ const GRANTED: u32 = 1;
 ///   stores `GRANTED` (Release) as its
 ///   last access. The waiter reads it with Acquire, with or without the
 ///   wait lock; once it reads `GRANTED` it owns the lock and may return,
-///   freeing the record (DESIGN contract 3).
+///   freeing the record (ARCHITECTURE contract 3).
 pub(super) struct Waiter {
     pointers: Pointers<Waiter>,
     pub(super) kind: Kind,
