@@ -11,7 +11,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use herdless::rwsem::{
-    Counting, RwSem, RwSemConfig, RwSemExt, RwSemReadGuard, RwSemUpgradableReadGuard,
+    Counting, RawRwSem, RwSem, RwSemConfig, RwSemExt, RwSemReadGuard, RwSemUpgradableReadGuard,
     RwSemWriteGuard,
 };
 use herdless::wait_queue::TimedOut;
@@ -398,7 +398,10 @@ fn stress_readers_never_see_a_writer_half_done() {
                                     let seen = *g;
                                     match RwSemUpgradableReadGuard::try_upgrade_for(g, timeout) {
                                         Ok(mut w) => {
-                                            assert_eq!(*w, seen, "a writer got in before the upgrade");
+                                            assert_eq!(
+                                                *w, seen,
+                                                "a writer got in before the upgrade"
+                                            );
                                             write(&mut w);
                                             (mine, upgraded) = (mine + 1, upgraded + 1);
                                         }
@@ -413,7 +416,10 @@ fn stress_readers_never_see_a_writer_half_done() {
                                         (mine, upgraded) = (mine + 1, upgraded + 1);
                                     } else {
                                         g.with_upgraded(|w| {
-                                            assert_eq!(*w, seen, "a writer got in before the upgrade");
+                                            assert_eq!(
+                                                *w, seen,
+                                                "a writer got in before the upgrade"
+                                            );
                                             write(w)
                                         });
                                         (mine, upgraded) = (mine + 1, upgraded + 1);
@@ -530,7 +536,9 @@ fn upgradable_read_shares_with_readers_and_excludes_writers_and_upgradables() {
     each_config(|config| {
         let sem = RwSem::with_config(config, 1);
         let u = sem.upgradable_read();
-        let r = sem.try_read().expect("a reader shares with the upgradable hold");
+        let r = sem
+            .try_read()
+            .expect("a reader shares with the upgradable hold");
         assert!(sem.try_write().is_none(), "a writer is excluded");
         assert!(sem.try_upgradable_read().is_none(), "one upgradable hold");
         assert_eq!(
@@ -539,7 +547,9 @@ fn upgradable_read_shares_with_readers_and_excludes_writers_and_upgradables() {
         );
         assert!(sem.is_locked() && !sem.is_locked_exclusive());
         drop(u);
-        let u = sem.try_upgradable_read().expect("free again beside the reader");
+        let u = sem
+            .try_upgradable_read()
+            .expect("free again beside the reader");
         drop((r, u));
         assert!(!sem.is_locked());
         let w = sem.write();
@@ -577,7 +587,10 @@ fn upgrade_waits_for_readers_keeps_new_readers_out_and_goes_before_queued_writer
                 order.lock().unwrap().push("upgrade");
             });
             until_waiters(&sem, 2);
-            assert!(sem.try_read().is_none(), "new readers stay out of a pending upgrade");
+            assert!(
+                sem.try_read().is_none(),
+                "new readers stay out of a pending upgrade"
+            );
             assert_eq!(sem.read_timeout(Duration::ZERO).err(), Some(TimedOut));
             let late_reader = s.spawn(|| sem.read().clone());
             until_waiters(&sem, 3);
@@ -628,7 +641,10 @@ fn cancelled_upgrade_keeps_the_upgradable_hold_and_lets_queued_readers_in() {
                 break;
             }
         }
-        assert!(lined_up, "the upgrade and the late reader never queued together");
+        assert!(
+            lined_up,
+            "the upgrade and the late reader never queued together"
+        );
     });
 }
 
@@ -646,7 +662,10 @@ fn cancelled_upgrade_round(config: RwSemConfig, timeout_ms: u64) -> bool {
                 .expect_err("a reader holds throughout");
             assert_eq!(*u, 5, "still held upgradable");
             until("the late reader in", || late_in.load(Ordering::SeqCst));
-            assert!(sem.try_write().is_none(), "the upgradable hold excludes writers");
+            assert!(
+                sem.try_write().is_none(),
+                "the upgradable hold excludes writers"
+            );
             drop(u);
         });
         until("the upgrade queued", || {
@@ -680,7 +699,10 @@ fn cancelled_upgrade_round(config: RwSemConfig, timeout_ms: u64) -> bool {
 fn zero_and_max_timeouts_for_upgradable_reads_and_upgrades() {
     each_config(|config| {
         let sem = RwSem::with_config(config, 0);
-        drop(sem.upgradable_read_timeout(Duration::ZERO).expect("free: zero succeeds"));
+        drop(
+            sem.upgradable_read_timeout(Duration::ZERO)
+                .expect("free: zero succeeds"),
+        );
         let w = sem.write();
         assert_eq!(
             sem.upgradable_read_timeout(Duration::ZERO).err(),
@@ -702,15 +724,17 @@ fn zero_and_max_timeouts_for_upgradable_reads_and_upgrades() {
                 let u = sem.upgradable_read();
                 let u = RwSemUpgradableReadGuard::try_upgrade_until(u, Instant::now())
                     .expect_err("a reader holds; the deadline has passed");
-                let mut w = RwSemUpgradableReadGuard::try_upgrade_for(u, Duration::MAX)
-                    .expect("no limit");
+                let mut w =
+                    RwSemUpgradableReadGuard::try_upgrade_for(u, Duration::MAX).expect("no limit");
                 *w += 1;
             });
             until_waiters(&sem, 1);
             reader.lock().unwrap().take();
             t.join().unwrap();
         });
-        let u = sem.try_upgradable_read_until(Instant::now() + HANG).expect("free");
+        let u = sem
+            .try_upgradable_read_until(Instant::now() + HANG)
+            .expect("free");
         assert_eq!(*u, 1);
     });
 }
@@ -736,12 +760,15 @@ fn an_upgradable_waiter_is_granted_with_its_reader_batch_and_a_second_one_ends_i
                         (Some(sem.read()), None)
                     };
                     inside.fetch_add(1, Ordering::SeqCst);
-                    until("the test to let them go", || go[gate].load(Ordering::SeqCst));
+                    until("the test to let them go", || {
+                        go[gate].load(Ordering::SeqCst)
+                    });
                 }
             };
-            for (n, (upgradable, gate)) in [(false, 0), (true, 0), (false, 0), (true, 1), (false, 1)]
-                .into_iter()
-                .enumerate()
+            for (n, (upgradable, gate)) in
+                [(false, 0), (true, 0), (false, 0), (true, 1), (false, 1)]
+                    .into_iter()
+                    .enumerate()
             {
                 s.spawn(enter(upgradable, gate));
                 until_waiters(&sem, n + 1);
@@ -857,5 +884,40 @@ fn fair_unlock_and_bump_hand_the_lock_to_the_queued_writer() {
         });
         drop(w);
         assert_eq!(*sem.read(), 2);
+    });
+}
+
+// ----- unwinding ---------------------------------------------------------------
+
+/// Found by the std port (`panic_while_mapping_*`): the raw semaphore was
+/// not `RefUnwindSafe` (the wait lock's `UnsafeCell`), unlike parking_lot's
+/// raw lock. A `&RawRwSem` now crosses `catch_unwind` as is, and a panic
+/// while it is held, released by a drop guard during unwinding, leaves it
+/// usable.
+#[test]
+fn raw_rwsem_crosses_catch_unwind_and_a_panic_while_held_leaves_it_usable() {
+    fn unwind_safe<T: std::panic::UnwindSafe + std::panic::RefUnwindSafe>(_: &T) {}
+    each_config(|config| {
+        let raw = RawRwSem::with_config(config);
+        unwind_safe(&raw);
+        unwind_safe(&&raw);
+        let outcome = std::panic::catch_unwind(|| {
+            struct Release<'a>(&'a RawRwSem);
+            impl Drop for Release<'_> {
+                fn drop(&mut self) {
+                    // SAFETY: taken just before this guard was made.
+                    unsafe { self.0.upgradable_unlock() }
+                }
+            }
+            raw.upgradable_read();
+            let _release = Release(&raw);
+            panic!("a panic while holding the lock upgradable");
+        });
+        assert!(outcome.is_err());
+        assert!(!raw.is_locked());
+        assert!(raw.try_write());
+        // SAFETY: taken just above.
+        unsafe { raw.write_unlock() };
+        assert_eq!(raw.waiters(), 0);
     });
 }

@@ -43,6 +43,17 @@ pub struct RawRwSem {
     pub(super) config: RwSemConfig,
 }
 
+// Unwinding never leaves the semaphore's own state half-updated: its
+// wait-lock critical sections run no user code, and panic only on a broken
+// internal invariant or a violated `unsafe` contract (debug assertions); a
+// panic in user code while the lock is held unwinds through the guard,
+// which releases the hold. So a `&RawRwSem` may cross `catch_unwind`, as
+// parking_lot's raw lock (a bare atomic) may; the interior `UnsafeCell` of
+// the wait lock would otherwise deny it. (`lock_api::RwLock` stays
+// `!RefUnwindSafe` because of its own `UnsafeCell<T>`.)
+impl std::panic::UnwindSafe for RawRwSem {}
+impl std::panic::RefUnwindSafe for RawRwSem {}
+
 impl Default for RawRwSem {
     fn default() -> Self {
         Self::new()
