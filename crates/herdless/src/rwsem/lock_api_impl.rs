@@ -261,7 +261,8 @@ pub trait RwSemExt<T> {
     /// The semaphore's event counts (zero without the `stats` feature).
     fn stats(&self) -> RwSemStats;
 
-    /// Threads queued asleep (a snapshot).
+    /// Threads queued asleep, an upgrade waiting for readers included (a
+    /// snapshot).
     fn waiters(&self) -> usize;
 }
 

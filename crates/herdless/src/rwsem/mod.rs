@@ -218,6 +218,20 @@ pub use stats::RwSemStats;
 /// assert_eq!(*r, 1);
 /// ```
 ///
+/// An upgradable read shares the lock with readers and can become the
+/// write lock without letting another writer in between:
+/// ```
+/// use herdless::rwsem::{RwSem, RwSemUpgradableReadGuard};
+///
+/// let cache = RwSem::new(Vec::new());
+/// let seen = cache.upgradable_read();
+/// let reader = cache.read(); // readers still share the lock
+/// assert!(seen.is_empty());
+/// drop(reader); // `upgrade` waits for the readers to leave
+/// let mut w = RwSemUpgradableReadGuard::upgrade(seen);
+/// w.push(1); // nobody wrote in between: the check above still holds
+/// ```
+///
 /// A guard borrows its own lock, so it cannot release another:
 /// ```compile_fail
 /// use herdless::rwsem::RwSem;
