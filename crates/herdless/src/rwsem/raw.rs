@@ -24,7 +24,7 @@ use crate::util::wake_list::WakeList;
 use crate::wait_queue::TimedOut;
 
 /// Rounds of exponential spinning before an `AtomicCount` acquirer queues.
-pub(super) const SPIN_ROUNDS: u32 = 9;
+const SPIN_ROUNDS: u32 = 9;
 
 /// How long an `AtomicCount` waiter lets running threads take the lock
 /// ahead of it before it asks for strict hand-off (the kernel's
@@ -534,12 +534,13 @@ impl RawRwSem {
     pub unsafe fn downgrade(&self) {
         match self.config.counting {
             Counting::AtomicCount => {
-                // WRITER -> one READER in one atomic add: the low bits are
-                // WRITER plus flags below UPGRADABLE (clear while a writer
-                // holds), at most 31, so adding READER - WRITER clears bit 0,
-                // carries into the reader count and leaves the flags as they
-                // were. Release: queued readers granted next see our writes
-                // (`grant_locked`'s CAS reads this).
+                // WRITER -> one READER in one atomic add: below READER the
+                // word holds WRITER and the flags (UPGRADING and UPGRADABLE
+                // are clear while a writer holds), so those bits sum to at
+                // most 15, and adding READER - WRITER (63) clears bit 0 and
+                // carries exactly one into the reader count, leaving the
+                // flags as they were. Release: queued readers granted next
+                // see our writes (`grant_locked`'s CAS reads this).
                 let prev = self
                     .count
                     .fetch_add(READER.wrapping_sub(WRITER), Ordering::Release);
@@ -567,7 +568,8 @@ impl RawRwSem {
     /// As [`read_unlock`](Self::read_unlock).
     pub unsafe fn read_unlock_fair(&self) {
         match self.config.counting {
-            Counting::AtomicCount => self.release_fair(READER),
+            // SAFETY: the caller's contract (a shared hold).
+            Counting::AtomicCount => unsafe { self.release_fair(READER) },
             // SAFETY: the caller's contract. `Generic` is always fair: a
             // release grants the head directly, and newcomers queue while
             // anyone waits.
@@ -585,7 +587,8 @@ impl RawRwSem {
     /// As [`write_unlock`](Self::write_unlock).
     pub unsafe fn write_unlock_fair(&self) {
         match self.config.counting {
-            Counting::AtomicCount => self.release_fair(WRITER),
+            // SAFETY: the caller's contract (the exclusive hold).
+            Counting::AtomicCount => unsafe { self.release_fair(WRITER) },
             // SAFETY: the caller's contract; `Generic` is always fair.
             Counting::Generic => unsafe { self.write_unlock() },
         }
@@ -593,15 +596,19 @@ impl RawRwSem {
 
     /// `AtomicCount`'s fair release of `hold` (`READER`, `WRITER` or
     /// `UPGRADABLE`).
-    pub(super) fn release_fair(&self, hold: usize) {
+    ///
+    /// # Safety
+    /// The caller holds the lock in the mode `hold` names and gives up that
+    /// hold.
+    pub(super) unsafe fn release_fair(&self, hold: usize) {
         if self.count.load(Ordering::Relaxed) & WAITERS == 0 {
             // Nobody to be fair to. A waiter queueing meanwhile is ordered
             // against our release's RMW as for any release.
             match hold {
                 READER => self.release_read_count(),
-                // SAFETY: the caller holds `hold`.
+                // SAFETY: the caller holds the lock exclusive (contract).
                 WRITER => unsafe { self.write_unlock() },
-                // SAFETY: as above.
+                // SAFETY: the caller holds it upgradable (contract).
                 _ => unsafe { self.upgradable_unlock() },
             }
             return;
@@ -642,7 +649,10 @@ impl RawRwSem {
     /// the lock itself, so releases must come to grant again. Without this,
     /// a release that skipped the wait lock because NUDGED was set (before
     /// the writer cleared it) would leave a free lock that HANDOFF keeps
-    /// from the writer, and nobody to grant it. Both RMWs precede the
+    /// from the writer, which would then sleep until its own hand-off timer
+    /// (up to `HANDOFF_AFTER`; under loom, where that timer fires once, a
+    /// deadlock: `nudged_writer_kept_out_by_handoff_is_still_granted`).
+    /// Both RMWs precede the
     /// caller's `grant_locked` load: a release before them is seen by that
     /// load (coherence), a release after them finds NUDGED clear and
     /// routes. Relaxed: the bits only route; the wait lock is held.

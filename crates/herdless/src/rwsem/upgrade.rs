@@ -91,7 +91,8 @@ impl RawRwSem {
     /// As [`upgradable_unlock`](Self::upgradable_unlock).
     pub unsafe fn upgradable_unlock_fair(&self) {
         match self.config.counting {
-            Counting::AtomicCount => self.release_fair(UPGRADABLE),
+            // SAFETY: the caller's contract (the upgradable hold).
+            Counting::AtomicCount => unsafe { self.release_fair(UPGRADABLE) },
             // SAFETY: the caller's contract; `Generic` is always fair.
             Counting::Generic => unsafe { self.upgradable_unlock() },
         }
@@ -294,9 +295,12 @@ impl RawRwSem {
                 // at once. See the module docs, "No lost grant".
                 self.count.fetch_or(WAITERS | UPGRADING, Ordering::Relaxed);
                 // A writer nudged at the head is no longer first: releases
-                // must not skip the wait lock for it. A release between the
-                // two RMWs that skipped is seen by `grant_locked`'s load,
-                // which comes after both.
+                // must not skip the wait lock for it (or the upgrade would
+                // wait for that writer's hand-off timer, which has no
+                // reason to grant us sooner; loom model
+                // `upgrade_overtaking_a_nudged_writer_is_still_granted`). A
+                // release between the two RMWs that skipped is seen by
+                // `grant_locked`'s load, which comes after both.
                 self.count.fetch_and(!NUDGED, Ordering::Relaxed);
             }
             self.grant_locked(&mut q, &mut wakes);
