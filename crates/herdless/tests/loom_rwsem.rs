@@ -25,9 +25,18 @@ const CONFIGS: [RwSemConfig; 2] = [
 /// A long timeout: under loom it fires whenever loom chooses anyway.
 const TIMEOUT: Duration = Duration::from_secs(1);
 
+/// Runs `f` on each of `CONFIGS` at the given preemption bound. Set
+/// `HERDLESS_LOOM_COUNTING=generic` (or `atomic`) to run one counting only,
+/// e.g. to see which one a mutation breaks.
 fn model(bound: usize, f: impl Fn(RwSemConfig) + Sync + Send + 'static) {
     let f = std::sync::Arc::new(f);
-    for config in CONFIGS {
+    let only = std::env::var("HERDLESS_LOOM_COUNTING").ok();
+    let wanted = |config: &RwSemConfig| match only.as_deref() {
+        Some("generic") => config.counting == Counting::Generic,
+        Some("atomic") => config.counting == Counting::AtomicCount,
+        _ => true,
+    };
+    for config in CONFIGS.into_iter().filter(wanted) {
         let f = f.clone();
         let mut builder = loom::model::Builder::new();
         builder.preemption_bound = Some(bound);
@@ -106,7 +115,7 @@ fn last_reader_leaving_races_a_writer_queueing() {
     });
 }
 
-/// DESIGN contract 3: granted readers may see the grant and return (their
+/// ARCHITECTURE contract 3: granted readers may see the grant and return (their
 /// records gone) before the granter's wakeups run; the writer's data is
 /// visible to them through the grant alone.
 #[test]
@@ -164,9 +173,10 @@ fn timeout_racing_grant_is_exactly_one_outcome() {
     });
 }
 
-/// DESIGN contract 4: a writer at the head times out while readers hold the
-/// lock; the reader queued behind it must be granted then, not at the next
-/// release (we only release after it got in).
+/// ARCHITECTURE contract 11 (a cancelled head): a writer at the head times
+/// out while readers hold the lock; the reader queued behind it must be
+/// granted then, not at the next release (we only release after it got
+/// in).
 #[test]
 fn cancelled_head_writer_lets_the_reader_behind_it_in() {
     model(2, |config| {
@@ -263,6 +273,413 @@ fn reader_backing_out_of_the_fast_path_never_swallows_a_grant() {
         writer.join().unwrap();
         assert!(seen <= 1);
         assert_eq!(g.read_once(), 1);
+        g.assert_idle();
+    });
+}
+
+// ----- upgradable reads ------------------------------------------------------
+
+impl Guarded {
+    /// Takes the upgradable hold, upgrades, bumps, releases.
+    fn upgrade_once(&self) {
+        self.sem.upgradable_read();
+        let before = self.get();
+        // SAFETY: held upgradable (taken just above).
+        unsafe { self.sem.upgrade() };
+        assert_eq!(self.get(), before, "no writer got in between");
+        self.bump();
+        // SAFETY: the upgrade made the hold exclusive.
+        unsafe { self.sem.write_unlock() };
+    }
+
+    /// Reads under the upgradable hold.
+    fn upgradable_read_once(&self) -> u32 {
+        self.sem.upgradable_read();
+        let v = self.get();
+        // SAFETY: taken just above.
+        unsafe { self.sem.upgradable_unlock() };
+        v
+    }
+
+    /// Spins (yielding to loom) until `n` threads wait.
+    fn until_waiters(&self, n: usize) {
+        while self.sem.waiters() < n {
+            thread::yield_now();
+        }
+    }
+
+    /// `AtomicCount`: spins until the queued waiter has made its one loom
+    /// hand-off request (and so sleeps without a deadline from now on).
+    /// That request grants whatever can be granted, so a model whose point
+    /// is a release's own grant waits for it first; otherwise a release
+    /// that forgot to grant would be rescued by it. Nothing can be granted
+    /// while the caller holds the lock, so HANDOFF stays set.
+    fn until_handoff_spent(&self) {
+        if self.sem.config().counting == Counting::AtomicCount {
+            while !self.sem.handoff_requested() {
+                thread::yield_now();
+            }
+        }
+    }
+}
+
+/// "No lost grant" for the upgrade: the upgrader waits in the upgrade slot
+/// just as the last reader leaves. It sets UPGRADING with an RMW, then
+/// checks; the reader's release RMW sees UPGRADING or is seen by the
+/// check. A reader arriving meanwhile either gets in before the upgrade or
+/// after the upgraded writer (never during: loom would report the race).
+#[test]
+fn upgrade_racing_the_last_readers_release() {
+    model(2, |config| {
+        let g = Guarded::new(config);
+        g.sem.read();
+        let upgrader = thread::spawn({
+            let g = g.clone();
+            move || g.upgrade_once()
+        });
+        let reader = thread::spawn({
+            let g = g.clone();
+            move || g.read_once()
+        });
+        assert_eq!(g.get(), 0, "no writer while we read");
+        // SAFETY: taken above.
+        unsafe { g.sem.read_unlock() };
+        upgrader.join().unwrap();
+        assert!(reader.join().unwrap() <= 1);
+        assert_eq!(g.read_once(), 1);
+        g.assert_idle();
+    });
+}
+
+/// The upgradable hold's release must grant (nudge) a writer sleeping for
+/// it: here the writer has queued and spent its hand-off request first.
+#[test]
+fn upgradable_release_wakes_the_sleeping_writer() {
+    model(2, |config| {
+        let g = Guarded::new(config);
+        g.sem.upgradable_read();
+        let writer = thread::spawn({
+            let g = g.clone();
+            move || g.write_once()
+        });
+        g.until_waiters(1);
+        g.until_handoff_spent();
+        // SAFETY: taken above.
+        unsafe { g.sem.upgradable_unlock() };
+        writer.join().unwrap();
+        assert_eq!(g.read_once(), 1);
+        g.assert_idle();
+    });
+}
+
+/// "No lost grant" for the upgradable hold: its release races a writer
+/// queueing (the writer needs the hold gone).
+#[test]
+fn upgradable_release_races_a_writer_queueing() {
+    model(3, |config| {
+        let g = Guarded::new(config);
+        g.sem.upgradable_read();
+        let writer = thread::spawn({
+            let g = g.clone();
+            move || g.write_once()
+        });
+        assert_eq!(g.get(), 0, "no writer while we hold it upgradable");
+        // SAFETY: taken above.
+        unsafe { g.sem.upgradable_unlock() };
+        writer.join().unwrap();
+        assert_eq!(g.read_once(), 1);
+        g.assert_idle();
+    });
+}
+
+/// An upgradable waiter queued with readers behind a writer is granted with
+/// them, as one batch (it shares with readers); the writer's data is
+/// visible to both through the grant.
+#[test]
+fn upgradable_waiter_granted_with_a_reader_batch() {
+    model(2, |config| {
+        let g = Guarded::new(config);
+        g.sem.write();
+        let upgradable = thread::spawn({
+            let g = g.clone();
+            move || g.upgradable_read_once()
+        });
+        let reader = thread::spawn({
+            let g = g.clone();
+            move || g.read_once()
+        });
+        g.bump();
+        // SAFETY: taken above.
+        unsafe { g.sem.write_unlock() };
+        assert_eq!(upgradable.join().unwrap(), 1);
+        assert_eq!(reader.join().unwrap(), 1);
+        g.assert_idle();
+    });
+}
+
+/// A timed upgrade racing the last reader's release: either it upgraded
+/// (and bumped), or it timed out still holding the lock upgradable, and
+/// then releases that hold. Both leave the lock idle.
+#[test]
+fn timed_upgrade_racing_the_readers_release() {
+    model(3, |config| {
+        let g = Guarded::new(config);
+        g.sem.read();
+        let upgrader = thread::spawn({
+            let g = g.clone();
+            move || {
+                g.sem.upgradable_read();
+                // SAFETY: held upgradable.
+                match unsafe { g.sem.upgrade_timeout(TIMEOUT) } {
+                    Ok(()) => {
+                        g.bump();
+                        // SAFETY: upgraded just above.
+                        unsafe { g.sem.write_unlock() };
+                        true
+                    }
+                    Err(_) => {
+                        assert!(g.sem.is_locked() && !g.sem.is_locked_exclusive());
+                        // SAFETY: a failed upgrade keeps the upgradable hold.
+                        unsafe { g.sem.upgradable_unlock() };
+                        false
+                    }
+                }
+            }
+        });
+        // SAFETY: taken above.
+        unsafe { g.sem.read_unlock() };
+        let won = upgrader.join().unwrap();
+        assert_eq!(g.read_once(), u32::from(won));
+        g.assert_idle();
+    });
+}
+
+/// A cancelled upgrade (the upgrader's timeout fires while a reader holds)
+/// lets in the reader that queued behind it, which shares the lock with
+/// the upgradable holder again; the cancel must grant it (nobody releases
+/// until the reader is in).
+#[test]
+fn cancelled_upgrade_lets_the_reader_behind_it_in() {
+    model(2, |config| {
+        let g = Guarded::new(config);
+        g.sem.read();
+        let upgrader = thread::spawn({
+            let g = g.clone();
+            move || {
+                g.sem.upgradable_read();
+                // SAFETY: held upgradable.
+                unsafe { g.sem.upgrade_timeout(TIMEOUT) }
+                    .expect_err("a reader holds the lock throughout");
+                // Returns still holding the lock upgradable.
+            }
+        });
+        let reader = thread::spawn({
+            let g = g.clone();
+            move || g.read_once()
+        });
+        upgrader.join().unwrap();
+        assert_eq!(reader.join().unwrap(), 0);
+        // SAFETY: the upgrader's hold (holds belong to no thread), and ours.
+        unsafe {
+            g.sem.upgradable_unlock();
+            g.sem.read_unlock();
+        }
+        g.assert_idle();
+    });
+}
+
+/// An upgradable waiter at the head times out while another upgradable
+/// reader holds: a reader queued behind it must be granted then.
+#[test]
+fn cancelled_upgradable_head_lets_the_reader_behind_it_in() {
+    model(2, |config| {
+        let g = Guarded::new(config);
+        g.sem.upgradable_read();
+        let timed = thread::spawn({
+            let g = g.clone();
+            move || {
+                g.sem
+                    .upgradable_read_timeout(TIMEOUT)
+                    .expect_err("an upgradable reader holds the lock throughout");
+            }
+        });
+        let reader = thread::spawn({
+            let g = g.clone();
+            move || g.read_once()
+        });
+        timed.join().unwrap();
+        assert_eq!(reader.join().unwrap(), 0);
+        // SAFETY: taken above.
+        unsafe { g.sem.upgradable_unlock() };
+        g.assert_idle();
+    });
+}
+
+/// `downgrade_to_upgradable` grants a queued reader (asleep, its hand-off
+/// request spent) while the downgrader still holds the lock upgradable (we
+/// join the reader before releasing).
+#[test]
+fn downgrade_to_upgradable_grants_the_queued_reader() {
+    model(3, |config| {
+        let g = Guarded::new(config);
+        g.sem.write();
+        let reader = thread::spawn({
+            let g = g.clone();
+            move || g.read_once()
+        });
+        g.until_waiters(1);
+        g.until_handoff_spent();
+        g.bump();
+        // SAFETY: held exclusive; afterwards upgradable.
+        unsafe { g.sem.downgrade_to_upgradable() };
+        assert_eq!(reader.join().unwrap(), 1);
+        // SAFETY: the upgradable hold left by the downgrade.
+        unsafe { g.sem.upgradable_unlock() };
+        g.assert_idle();
+    });
+}
+
+/// `downgrade_upgradable` frees the upgradable hold for a queued (asleep,
+/// hand-off request spent) upgradable waiter while the downgrader still
+/// reads.
+#[test]
+fn downgrade_upgradable_grants_the_queued_upgradable_waiter() {
+    model(3, |config| {
+        let g = Guarded::new(config);
+        g.sem.upgradable_read();
+        let waiter = thread::spawn({
+            let g = g.clone();
+            move || g.upgradable_read_once()
+        });
+        g.until_waiters(1);
+        g.until_handoff_spent();
+        // SAFETY: held upgradable; afterwards shared.
+        unsafe { g.sem.downgrade_upgradable() };
+        assert_eq!(waiter.join().unwrap(), 0);
+        // SAFETY: the shared hold left by the downgrade.
+        unsafe { g.sem.read_unlock() };
+        g.assert_idle();
+    });
+}
+
+// ----- fair unlock -----------------------------------------------------------
+
+/// A fair unlock hands the lock to the queued writer: a thread trying to
+/// take it right after cannot get in ahead of it (no barging), so if it
+/// gets the lock at all, the writer has been and gone.
+#[test]
+fn fair_unlock_hands_the_lock_to_the_queued_writer() {
+    model(2, |config| {
+        let g = Guarded::new(config);
+        g.sem.write();
+        let writer = thread::spawn({
+            let g = g.clone();
+            move || g.write_once()
+        });
+        g.until_waiters(1);
+        // SAFETY: taken above.
+        unsafe { g.sem.write_unlock_fair() };
+        if g.sem.try_write() {
+            assert_eq!(g.get(), 1, "the queued writer went first");
+            // SAFETY: taken just above.
+            unsafe { g.sem.write_unlock() };
+        }
+        writer.join().unwrap();
+        assert_eq!(g.read_once(), 1);
+        g.assert_idle();
+    });
+}
+
+/// Lines up a writer nudged at the head of a free lock (awake, NUDGED set,
+/// `AtomicCount`) that has already spent its hand-off request: under loom a
+/// waiter's hand-off timer fires once, at its first sleep, and a later
+/// request from that same writer would rescue a lost grant (in real time
+/// it re-arms, so a lost grant there costs up to `HANDOFF_AFTER` on a lock
+/// that could be granted at once, not a hang). A reader queued ahead of the
+/// writer is granted by our release and nudges the writer on its own.
+/// Returns the writer's thread; the lock is free (or, with `Generic`, the
+/// writer's).
+fn nudged_writer_with_its_handoff_spent(g: &Arc<Guarded>) -> thread::JoinHandle<()> {
+    g.sem.write();
+    let reader = thread::spawn({
+        let g = g.clone();
+        move || g.read_once()
+    });
+    g.until_waiters(1);
+    let writer = thread::spawn({
+        let g = g.clone();
+        move || g.write_once()
+    });
+    g.until_waiters(2);
+    // SAFETY: taken above.
+    unsafe { g.sem.write_unlock() };
+    // 0, or 1 if the writer, woken early, stole the free lock ahead of the
+    // reader (`AtomicCount` before any hand-off request): allowed.
+    assert!(reader.join().unwrap() <= 1);
+    writer
+}
+
+/// Regression: a nudged writer (see above) is overtaken by a stealing
+/// reader; a hand-off request (a fair unlock of one of two read holds) then
+/// keeps the writer from taking the lock itself, and the last read release
+/// skips the wait lock because NUDGED is still set. Asking for hand-off
+/// must clear NUDGED, or the writer sleeps on a free lock (loom: deadlock).
+/// Bound 1: three threads and two spins explode at 2 (145 s), and the
+/// interleaving needs none (the writer simply does not run until joined).
+#[test]
+fn nudged_writer_kept_out_by_handoff_is_still_granted() {
+    model(1, |config| {
+        let g = Guarded::new(config);
+        let writer = nudged_writer_with_its_handoff_spent(&g);
+        if g.sem.try_read() {
+            // A second shared hold, unless the writer has asked for
+            // hand-off meanwhile.
+            if g.sem.try_read() {
+                // SAFETY: taken just above.
+                unsafe { g.sem.read_unlock_fair() };
+            }
+            // SAFETY: the first shared hold.
+            unsafe { g.sem.read_unlock() };
+        }
+        writer.join().unwrap();
+        assert_eq!(g.read_once(), 1);
+        g.assert_idle();
+    });
+}
+
+/// An upgrade that takes the slot ahead of a nudged writer (see above) must
+/// clear NUDGED: the writer is no longer first, and the last reader's
+/// release must come to grant the upgrade rather than skip the wait lock.
+/// Bound 1, as above (four threads).
+#[test]
+fn upgrade_overtaking_a_nudged_writer_is_still_granted() {
+    model(1, |config| {
+        let g = Guarded::new(config);
+        let writer = nudged_writer_with_its_handoff_spent(&g);
+        if g.sem.try_upgradable_read() {
+            let reading = g.sem.try_read();
+            // The writer, if still queued, stays so: we hold the lock.
+            let queued = g.sem.waiters();
+            // Holds belong to no thread: this one upgrades ours.
+            let upgrader = thread::spawn({
+                let g = g.clone();
+                move || {
+                    // SAFETY: the upgradable hold taken above.
+                    unsafe { g.sem.upgrade() };
+                    g.bump();
+                    // SAFETY: upgraded just above.
+                    unsafe { g.sem.write_unlock() };
+                }
+            });
+            if reading {
+                g.until_waiters(queued + 1);
+                // SAFETY: taken above.
+                unsafe { g.sem.read_unlock() };
+            }
+            upgrader.join().unwrap();
+        }
+        writer.join().unwrap();
+        assert!(g.read_once() >= 1);
         g.assert_idle();
     });
 }

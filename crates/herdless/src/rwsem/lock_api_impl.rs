@@ -1,11 +1,12 @@
 //! `lock_api` 0.5 integration: [`RawRwSem`] behind `lock_api::RwLock`
-//! guards, and the typed-error timed forms on [`RwSem`].
+//! guards (read, write, upgradable read, their timed, fair and downgrade
+//! forms), and the typed-error timed forms on [`RwSem`].
 
 use std::time::{Duration, Instant};
 
 use super::raw::RawRwSem;
 use super::stats::RwSemStats;
-use super::{RwSem, RwSemConfig, RwSemReadGuard, RwSemWriteGuard};
+use super::{RwSem, RwSemConfig, RwSemReadGuard, RwSemUpgradableReadGuard, RwSemWriteGuard};
 use crate::wait_queue::TimedOut;
 
 // SAFETY: `lock_shared`/`try_lock_shared` return only once the count (or
@@ -93,6 +94,130 @@ unsafe impl lock_api::RawRwLockTimed for RawRwSem {
     }
 }
 
+// SAFETY: a fair unlock releases the same hold as the plain one (with the
+// same Release ordering) and only changes who gets the lock next: the head
+// of the queue, granted before any running thread can take it.
+unsafe impl lock_api::RawRwLockFair for RawRwSem {
+    unsafe fn unlock_shared_fair(&self, _guard: Self::SharedGuard) {
+        // SAFETY: the guard proves a shared hold of this lock.
+        unsafe { self.read_unlock_fair() }
+    }
+
+    unsafe fn unlock_exclusive_fair(&self, _guard: Self::ExclusiveGuard) {
+        // SAFETY: the guard proves the exclusive hold of this lock.
+        unsafe { self.write_unlock_fair() }
+    }
+}
+
+// SAFETY: the upgradable hold is recorded in the count (`UPGRADABLE`) or
+// under the wait lock (`Generic`) with Acquire, excludes writers and other
+// upgradable holders, and shares with readers. `upgrade` returns only once
+// no reader holds, having read every leaving reader's Release with Acquire
+// (the trait's "acquire from the shared-lock releases it replaces"), and
+// no writer can get in between: the upgradable hold excludes writers until
+// it becomes the exclusive one in the same atomic step.
+unsafe impl lock_api::RawRwLockUpgrade for RawRwSem {
+    type UpgradableGuard = lock_api::GuardSend;
+
+    fn lock_upgradable(&self) -> Self::UpgradableGuard {
+        self.upgradable_read();
+        lock_api::GuardSend::new()
+    }
+
+    fn try_lock_upgradable(&self) -> Option<Self::UpgradableGuard> {
+        self.try_upgradable_read().then(lock_api::GuardSend::new)
+    }
+
+    unsafe fn unlock_upgradable(&self, _guard: Self::UpgradableGuard) {
+        // SAFETY: the guard proves the upgradable hold of this lock.
+        unsafe { self.upgradable_unlock() }
+    }
+
+    unsafe fn upgrade(&self, _guard: Self::UpgradableGuard) -> Self::ExclusiveGuard {
+        // SAFETY: the guard proves the upgradable hold of this lock.
+        unsafe { RawRwSem::upgrade(self) };
+        lock_api::GuardSend::new()
+    }
+
+    unsafe fn try_upgrade(
+        &self,
+        guard: Self::UpgradableGuard,
+    ) -> Result<Self::ExclusiveGuard, Self::UpgradableGuard> {
+        // SAFETY: the guard proves the upgradable hold of this lock; on
+        // failure it is still held and handed back.
+        if unsafe { RawRwSem::try_upgrade(self) } {
+            Ok(lock_api::GuardSend::new())
+        } else {
+            Err(guard)
+        }
+    }
+}
+
+// SAFETY: as for `RawRwLockFair`.
+unsafe impl lock_api::RawRwLockUpgradeFair for RawRwSem {
+    unsafe fn unlock_upgradable_fair(&self, _guard: Self::UpgradableGuard) {
+        // SAFETY: the guard proves the upgradable hold of this lock.
+        unsafe { self.upgradable_unlock_fair() }
+    }
+}
+
+// SAFETY: both downgrades change the hold in one atomic step (one RMW on
+// the count, or one critical section of the wait lock), so no writer gets
+// in between; the write -> upgradable one releases with Release.
+unsafe impl lock_api::RawRwLockUpgradeDowngrade for RawRwSem {
+    unsafe fn downgrade_upgradable(&self, _guard: Self::UpgradableGuard) -> Self::SharedGuard {
+        // SAFETY: the guard proves the upgradable hold of this lock.
+        unsafe { RawRwSem::downgrade_upgradable(self) };
+        lock_api::GuardSend::new()
+    }
+
+    unsafe fn downgrade_to_upgradable(
+        &self,
+        _guard: Self::ExclusiveGuard,
+    ) -> Self::UpgradableGuard {
+        // SAFETY: the guard proves the exclusive hold of this lock.
+        unsafe { RawRwSem::downgrade_to_upgradable(self) };
+        lock_api::GuardSend::new()
+    }
+}
+
+// SAFETY: as for `RawRwLockUpgrade`; the timed forms give up with the hold
+// they started with (none, or the upgradable one), and a racing grant wins.
+unsafe impl lock_api::RawRwLockUpgradeTimed for RawRwSem {
+    fn try_lock_upgradable_for(&self, timeout: Duration) -> Option<Self::UpgradableGuard> {
+        self.upgradable_read_timeout(timeout)
+            .ok()
+            .map(|()| lock_api::GuardSend::new())
+    }
+
+    fn try_lock_upgradable_until(&self, deadline: Instant) -> Option<Self::UpgradableGuard> {
+        self.try_lock_upgradable_for(deadline.saturating_duration_since(Instant::now()))
+    }
+
+    unsafe fn try_upgrade_for(
+        &self,
+        guard: Self::UpgradableGuard,
+        timeout: Duration,
+    ) -> Result<Self::ExclusiveGuard, Self::UpgradableGuard> {
+        // SAFETY: the guard proves the upgradable hold of this lock; on
+        // timeout it is still held and handed back.
+        match unsafe { self.upgrade_timeout(timeout) } {
+            Ok(()) => Ok(lock_api::GuardSend::new()),
+            Err(TimedOut) => Err(guard),
+        }
+    }
+
+    unsafe fn try_upgrade_until(
+        &self,
+        guard: Self::UpgradableGuard,
+        deadline: Instant,
+    ) -> Result<Self::ExclusiveGuard, Self::UpgradableGuard> {
+        let timeout = deadline.saturating_duration_since(Instant::now());
+        // SAFETY: as in `try_upgrade_for`.
+        unsafe { self.try_upgrade_for(guard, timeout) }
+    }
+}
+
 /// What [`RwSem`] adds to `lock_api::RwLock`: construction with a
 /// configuration, timed acquisition with a typed error, and the counters.
 ///
@@ -123,13 +248,21 @@ pub trait RwSemExt<T> {
     /// Write access, giving up after `timeout` (as `read_timeout`).
     fn write_timeout(&self, timeout: Duration) -> Result<RwSemWriteGuard<'_, T>, TimedOut>;
 
+    /// Upgradable read access, giving up after `timeout` (as
+    /// `read_timeout`).
+    fn upgradable_read_timeout(
+        &self,
+        timeout: Duration,
+    ) -> Result<RwSemUpgradableReadGuard<'_, T>, TimedOut>;
+
     /// The configuration chosen at construction.
     fn config(&self) -> RwSemConfig;
 
     /// The semaphore's event counts (zero without the `stats` feature).
     fn stats(&self) -> RwSemStats;
 
-    /// Threads queued asleep (a snapshot).
+    /// Threads queued asleep, an upgrade waiting for readers included (a
+    /// snapshot).
     fn waiters(&self) -> usize;
 }
 
@@ -144,6 +277,13 @@ impl<T> RwSemExt<T> for RwSem<T> {
 
     fn write_timeout(&self, timeout: Duration) -> Result<RwSemWriteGuard<'_, T>, TimedOut> {
         self.try_write_for(timeout).ok_or(TimedOut)
+    }
+
+    fn upgradable_read_timeout(
+        &self,
+        timeout: Duration,
+    ) -> Result<RwSemUpgradableReadGuard<'_, T>, TimedOut> {
+        self.try_upgradable_read_for(timeout).ok_or(TimedOut)
     }
 
     fn config(&self) -> RwSemConfig {

@@ -5,9 +5,20 @@
 //!
 //! # Contract
 //! [`RwSem<T>`] is a `lock_api::RwLock` on [`RawRwSem`]: `read`, `write`,
-//! `try_*`, timed `try_*_for` / `try_*_until`, and `downgrade` on the write
-//! guard; [`RwSemExt`] adds construction with a [`RwSemConfig`], timed
-//! acquisition with a typed [`TimedOut`] error, and the counters.
+//! `upgradable_read`, their `try_*` and timed `try_*_for` / `try_*_until`
+//! forms, `downgrade` and `downgrade_to_upgradable` on the write guard,
+//! `upgrade`, `try_upgrade`, `try_upgrade_for` / `_until`, `downgrade` and
+//! `with_upgraded` on the upgradable guard, and the fair unlocks
+//! (`unlock_fair`, `unlocked_fair`, `bump`) on all three; [`RwSemExt`]
+//! adds construction with a [`RwSemConfig`], timed acquisition with a typed
+//! [`TimedOut`] error, and the counters.
+//! - **Three holds.** Readers share; the one *upgradable* reader shares
+//!   with readers but excludes writers and other upgradable readers; a
+//!   writer excludes everybody. The upgradable holder can turn its hold
+//!   into the exclusive one (`upgrade`) without letting a writer in
+//!   between: it waits, ahead of every queued waiter, for the readers to
+//!   leave, and new readers are kept out meanwhile, so the upgrade is not
+//!   starved. A timed upgrade that gives up keeps the upgradable hold.
 //! - **FIFO among sleepers.** Sleepers are served in arrival order.
 //!   [`Counting::Generic`] is strictly FIFO: once anyone sleeps, newcomers
 //!   queue behind. [`Counting::AtomicCount`] lets a *running* thread take a
@@ -16,20 +27,34 @@
 //!   asks for hand-off; from then on strict FIFO until the next grant. No
 //!   waiter starves.
 //! - **Grants.** A release that leaves the lock free for the head of the
-//!   queue *grants* it: it makes the whole leading batch of readers (up to
-//!   the first queued writer), or the one writer at the head, holders, then
-//!   wakes them. A granted thread never competes: it already holds the
-//!   lock. `downgrade` grants the readers at the head alongside. (One
-//!   exception, below: `AtomicCount` wakes a writer at the head without a
-//!   grant while no hand-off is pending.)
+//!   queue *grants* it: it makes the whole leading batch of shared waiters
+//!   (readers up to the first queued writer, with at most one upgradable
+//!   waiter among them, if the upgradable hold is free), or the one writer
+//!   at the head, holders, then wakes them. A granted thread never
+//!   competes: it already holds the lock. The downgrades grant the shared
+//!   waiters at the head alongside. An upgrade waiting in the upgrade slot
+//!   goes first: while it waits, nothing else is granted. (One exception,
+//!   below: `AtomicCount` wakes a writer at the head without a grant while
+//!   no hand-off is pending.)
+//! - **Fair unlock.** `unlock_fair` hands the lock to the head of the queue
+//!   directly: no running thread can take it in between (no barging), and
+//!   a writer at the head is granted, not nudged. It asks for hand-off
+//!   before giving up its hold; the granted threads are still woken after
+//!   the wait lock is dropped (`WakeAfterUnlock`). `Generic` is fair
+//!   already: its unlocks are the plain ones.
 //! - **Timeouts cancel cleanly.** A waiter whose timeout fires either was
-//!   granted first (the grant wins, DESIGN contract 5: it returns holding
-//!   the lock) or leaves the queue with nothing held, and if it was the
-//!   head, whoever it held back is granted now (contract 4).
+//!   granted first (the grant wins, as the wake does in ARCHITECTURE
+//!   contract 4: it returns holding the lock) or leaves the queue with nothing held (a timed upgrade: with
+//!   the upgradable hold it had), and if it was the head (or the upgrade),
+//!   whoever it held back is granted now (ARCHITECTURE contract 11).
 //! - Guards belong to no thread (`lock_api::GuardSend`): a hold may be
 //!   released on another thread, as the kernel's `up_read_non_owner`.
 //!   Releasing a hold of *another* lock is impossible through the guards:
 //!   a guard unlocks the lock it borrows, and nothing else.
+//! - Not recursive: a thread that holds the lock shared and reads again may
+//!   queue behind a waiting writer (always with `Generic`, after a hand-off
+//!   request with `AtomicCount`) and deadlock, as with `std`'s `RwLock`.
+//!   There is no `read_recursive`, and no poisoning.
 //!
 //! Two seed choices are fixed per semaphore ([`RwSemConfig`]), so the lab
 //! runs all four combinations in one process:
@@ -46,19 +71,35 @@
 //!
 //! # The count word (`AtomicCount`)
 //! ```text
-//!   bit 0      WRITER    a writer holds the lock
-//!   bit 1      WAITERS   the wait list is not empty
-//!   bit 2      HANDOFF   a sleeper asked for strict hand-off: no stealing
-//!   bit 3      NUDGED    the writer at the head was woken and is awake
-//!   bits 4..   readers   shared holders (READER = 1 << 4 each)
+//!   bit 0      WRITER      a writer holds the lock
+//!   bit 1      WAITERS     someone waits (the wait list or the upgrade slot)
+//!   bit 2      HANDOFF     strict hand-off asked for: no stealing
+//!   bit 3      NUDGED      the writer at the head was woken and is awake
+//!   bit 4      UPGRADING   the upgradable holder waits in the upgrade slot
+//!   bit 5      UPGRADABLE  the upgradable reader holds the lock
+//!   bits 6..   readers     shared holders (READER = 1 << 6 each)
 //! ```
 //! | field | set by | cleared by | under the wait lock? |
 //! |---|---|---|---|
-//! | WRITER | writer fast path (CAS, no holder, no HANDOFF); a grant | `write_unlock`, `downgrade` | grant: yes; others: no |
-//! | WAITERS | a thread queueing (`fetch_or`) | a grant or a leaving waiter that empties the list | always |
-//! | HANDOFF | a sleeper that waited `HANDOFF_AFTER` | any grant; a leaving waiter that empties the list | always |
-//! | NUDGED | a nudge of the head writer | that writer before its last try ahead of sleeping; its leaving; any grant | set: yes; cleared by the writer: no |
-//! | readers | reader fast path (`fetch_add`, backed out if WRITER or HANDOFF); a grant | `read_unlock` (`fetch_sub`) | grant: yes; others: no |
+//! | WRITER | writer fast path (CAS, no holder, no HANDOFF); a grant; an upgrade (CAS, no reader, or the slot's grant) | `write_unlock`, `downgrade`, `downgrade_to_upgradable` | grants: yes; others: no |
+//! | WAITERS | a thread queueing or taking the upgrade slot (`fetch_or`) | a grant or a leaving waiter (or cancelled upgrade) that leaves nobody waiting | always |
+//! | HANDOFF | a sleeper that waited `HANDOFF_AFTER`; a fair unlock that finds waiters | any grant; a leaving waiter that leaves nobody waiting | always |
+//! | NUDGED | a nudge of the head writer | that writer before its last try ahead of sleeping; its leaving; any grant; a hand-off request; an upgrader taking the slot | set: yes; cleared by the writer: no |
+//! | UPGRADING | an upgrader taking the slot | the slot's grant; the upgrader's timeout | always |
+//! | UPGRADABLE | upgradable fast path (CAS, no WRITER, UPGRADABLE or HANDOFF); a grant; `downgrade_to_upgradable` | `upgradable_unlock`, `downgrade_upgradable`, an upgrade | grants: yes; others: no |
+//! | readers | reader fast path (`fetch_add`, backed out if WRITER, HANDOFF or UPGRADING); a grant; `downgrade`, `downgrade_upgradable` | `read_unlock` (`fetch_sub`) | grant: yes; others: no |
+//!
+//! The holds and what each waiter needs:
+//!
+//! | waiter | needs | its grant |
+//! |---|---|---|
+//! | reader | no WRITER | readers + 1 (a batch: + n) |
+//! | upgradable | no WRITER, no UPGRADABLE | UPGRADABLE (granted within a reader batch) |
+//! | writer | no holder | WRITER (or a nudge, see below) |
+//! | upgrade (the slot) | no reader (UPGRADABLE is its own) | UPGRADABLE, UPGRADING -> WRITER |
+//!
+//! `Generic` keeps the same holds under the wait lock: `activity` (readers,
+//! or -1 for a writer), `upgradable`, and the same upgrade slot.
 //!
 //! # Stealing and hand-off
 //! Seed 001's xadd rwsem granted strictly in order. On a machine with
@@ -70,7 +111,9 @@
 //! 650–1,200 context switches per 1,000 operations against their 2–150.
 //! So `AtomicCount` does what the kernel's rwsem does since 4.x/5.x:
 //! - the fast paths take a lock that is free for them even while others
-//!   sleep (readers: no WRITER; writers: no holder), unless HANDOFF is set;
+//!   sleep (readers: no WRITER and no upgrade waiting; upgradable readers:
+//!   no WRITER and no other upgradable reader; writers: no holder), unless
+//!   HANDOFF is set;
 //! - a release that frees the lock for a *writer* at the head does not
 //!   grant it: it wakes it ("nudge"), leaving the lock free for whoever
 //!   runs first; the writer, still queued, takes it itself when it runs
@@ -79,40 +122,57 @@
 //!   without that bit, every moment the stealing readers drained cost a
 //!   wait-lock acquisition, about 0.6 per operation at 8–32 threads;
 //! - readers at the head are still granted as a batch (they share with any
-//!   reader that steals);
+//!   reader that steals), and so is an upgradable waiter among them;
 //! - a sleeper that has waited [`HANDOFF_AFTER`] sets HANDOFF, which stops
 //!   stealing and makes the next release grant the head, writer included.
-//!   Every grant clears it; a sleeper still waiting re-arms its timer.
+//!   Every grant clears it; a sleeper still waiting re-arms its timer. A
+//!   fair unlock sets it too, for the same effect at once;
+//! - an upgrade does not steal or queue: its holder is already in, and it
+//!   waits in the upgrade slot only for the readers to drain (UPGRADING
+//!   keeps new readers out).
 //!
 //! `Generic` stays the seed's strict FIFO, so the seed's comparison of the
 //! two wake timings is made on the 2006 algorithm.
 
 //!
 //! # No lost grant (why a sleeper is always woken)
-//! The danger is a waiter queueing just as the last holder leaves: the
-//! holder sees no waiter, the waiter sees a holder, and nobody grants.
-//! Both sides do one read-modify-write on the count word, and RMWs on one
-//! word have a single modification order:
+//! The danger is a waiter queueing just as the last holder it waits for
+//! leaves: the holder sees no waiter, the waiter sees a holder, and nobody
+//! grants. Both sides do one read-modify-write on the count word, and RMWs
+//! on one word have a single modification order:
 //! ```text
 //!   waiter (wait lock held)                 last holder
-//!   queue itself                            prev = fetch_sub(me)      (R)
-//!   fetch_or(WAITERS)                 (Q)   if prev had WAITERS and no
-//!   grant_locked: load; grant if free        other holder: take the wait
-//!                                            lock, grant_locked
+//!   queue itself (or take the slot)         prev = fetch_sub(me)      (R)
+//!   fetch_or(WAITERS [| UPGRADING]) (Q)     if prev had WAITERS (and no
+//!   grant_locked: load; grant if free        NUDGED) and the head may now
+//!                                            be free: take the wait lock,
+//!                                            grant_locked
 //! ```
 //! If (R) precedes (Q), the waiter's load after its own RMW sees (R)'s
 //! result (coherence) and it grants (possibly to itself) or nudges. If (Q) precedes
 //! (R), the holder's `prev` has WAITERS set and it comes to grant under the
-//! wait lock, which the waiter's queueing happened-before. A reader that
+//! wait lock, which the waiter's queueing happened-before. "The head may
+//! now be free" is, per release: a writer's or the upgradable reader's
+//! release, always; a reader's, when it was the last holder, or the last
+//! reader while UPGRADING is set (the slot's upgrader waits for exactly
+//! that); the downgrades, always. A reader that
 //! backed out of its fast path leaves through the same release code, so its
 //! transient count can delay a grant but never swallow one. A stealer
 //! that takes the lock between a release and its grant is itself a holder
-//! whose release will find WAITERS and come to grant. A sleeper that sets
-//! HANDOFF while the lock is free (its releaser nudged a writer that
-//! HANDOFF now keeps from taking it) grants on the spot. With `Generic`
-//! everything happens under the wait lock, which orders it.
+//! whose release will find WAITERS and come to grant.
 //!
-//! # Publishing a grant (DESIGN contract 3)
+//! NUDGED lets releases skip the wait lock while the writer at the head is
+//! awake and will try the lock itself. Whatever stops that writer from
+//! taking a free lock clears NUDGED first, with an RMW, and then runs the
+//! grant check (the same litmus test as above, with NUDGED for WAITERS): the
+//! writer itself before its last try; a hand-off request (HANDOFF keeps
+//! the writer out; a sleeper's request or a fair unlock); an upgrader
+//! taking the slot ahead of it. Without the clear, the lock would sit free
+//! (or the upgrade would wait) until the writer's own hand-off timer, up to
+//! [`HANDOFF_AFTER`] later. With `Generic` everything happens under the
+//! wait lock, which orders it.
+//!
+//! # Publishing a grant (ARCHITECTURE contract 3)
 //! The granter, holding the wait lock: updates the count (CAS, AcqRel: it
 //! reads from every leaving holder's Release), dequeues the waiter, clones
 //! its `Unparker` onto the wake list, then stores `GRANTED` (Release) as its
@@ -126,10 +186,12 @@
 //! [`TimedOut`]: crate::wait_queue::TimedOut
 
 mod config;
+mod count;
 #[cfg(not(loom))]
 mod lock_api_impl;
 mod raw;
 mod stats;
+mod upgrade;
 mod wait_list;
 mod waiter;
 
@@ -156,6 +218,20 @@ pub use stats::RwSemStats;
 /// assert_eq!(*r, 1);
 /// ```
 ///
+/// An upgradable read shares the lock with readers and can become the
+/// write lock without letting another writer in between:
+/// ```
+/// use herdless::rwsem::{RwSem, RwSemUpgradableReadGuard};
+///
+/// let cache = RwSem::new(Vec::new());
+/// let seen = cache.upgradable_read();
+/// let reader = cache.read(); // readers still share the lock
+/// assert!(seen.is_empty());
+/// drop(reader); // `upgrade` waits for the readers to leave
+/// let mut w = RwSemUpgradableReadGuard::upgrade(seen);
+/// w.push(1); // nobody wrote in between: the check above still holds
+/// ```
+///
 /// A guard borrows its own lock, so it cannot release another:
 /// ```compile_fail
 /// use herdless::rwsem::RwSem;
@@ -172,3 +248,6 @@ pub type RwSemReadGuard<'a, T> = lock_api::RwLockReadGuard<'a, RawRwSem, T>;
 /// The write guard of [`RwSem`].
 #[cfg(not(loom))]
 pub type RwSemWriteGuard<'a, T> = lock_api::RwLockWriteGuard<'a, RawRwSem, T>;
+/// The upgradable read guard of [`RwSem`].
+#[cfg(not(loom))]
+pub type RwSemUpgradableReadGuard<'a, T> = lock_api::RwLockUpgradableReadGuard<'a, RawRwSem, T>;

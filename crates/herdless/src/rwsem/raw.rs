@@ -9,8 +9,12 @@ use std::time::Duration;
 use crossbeam_utils::Backoff;
 
 use super::config::{Counting, RwSemConfig, WakeTiming};
+use super::count::{
+    HANDOFF, HOLDERS, NUDGED, READER, READERS, READ_BLOCKERS, UPGRADABLE, UPGRADABLE_BLOCKERS,
+    UPGRADING, WAITERS, WRITER, WRITE_BLOCKERS,
+};
 use super::stats::RwSemStats;
-use super::wait_list::{WaitGuard, WaitList};
+use super::wait_list::{HeadBatch, WaitGuard, WaitList};
 use super::waiter::{grant, nudge, Kind, Waiter};
 use crate::deadline::Deadline;
 use crate::lock::SpinParkLock;
@@ -18,23 +22,6 @@ use crate::parker;
 use crate::sync::{AtomicUsize, Ordering};
 use crate::util::wake_list::WakeList;
 use crate::wait_queue::TimedOut;
-
-/// A writer holds the lock.
-const WRITER: usize = 1;
-/// The wait list is not empty; set and cleared only under the wait lock.
-const WAITERS: usize = 1 << 1;
-/// A waiter has waited longer than [`HANDOFF_AFTER`]: no more stealing,
-/// the lock goes to the queue in order. Set and cleared under the wait lock.
-const HANDOFF: usize = 1 << 2;
-/// The writer at the head was nudged and has not gone back to sleep: a
-/// release need not come to wake it. Set under the wait lock by the nudge;
-/// cleared by that writer (before its last try ahead of sleeping), by its
-/// leaving, and by any grant.
-const NUDGED: usize = 1 << 3;
-/// One reader holds the lock (the reader count starts at bit 4).
-const READER: usize = 1 << 4;
-/// Bits that are not holders.
-const FLAGS: usize = WAITERS | HANDOFF | NUDGED;
 
 /// Rounds of exponential spinning before an `AtomicCount` acquirer queues.
 const SPIN_ROUNDS: u32 = 9;
@@ -49,12 +36,23 @@ pub const HANDOFF_AFTER: Duration = Duration::from_millis(4);
 pub struct RawRwSem {
     /// `AtomicCount`'s state word (see the module docs); always 0 with
     /// `Generic`.
-    count: AtomicUsize,
-    /// The wait lock and what it guards: the FIFO of sleepers, `Generic`'s
-    /// `activity`, the tallies.
-    wait: SpinParkLock<WaitList>,
-    config: RwSemConfig,
+    pub(super) count: AtomicUsize,
+    /// The wait lock and what it guards: the FIFO of sleepers, the upgrade
+    /// slot, `Generic`'s `activity` and upgradable hold, the tallies.
+    pub(super) wait: SpinParkLock<WaitList>,
+    pub(super) config: RwSemConfig,
 }
+
+// Unwinding never leaves the semaphore's own state half-updated: its
+// wait-lock critical sections run no user code, and panic only on a broken
+// internal invariant or a violated `unsafe` contract (debug assertions); a
+// panic in user code while the lock is held unwinds through the guard,
+// which releases the hold. So a `&RawRwSem` may cross `catch_unwind`, as
+// parking_lot's raw lock (a bare atomic) may; the interior `UnsafeCell` of
+// the wait lock would otherwise deny it. (`lock_api::RwLock` stays
+// `!RefUnwindSafe` because of its own `UnsafeCell<T>`.)
+impl std::panic::UnwindSafe for RawRwSem {}
+impl std::panic::RefUnwindSafe for RawRwSem {}
 
 impl Default for RawRwSem {
     fn default() -> Self {
@@ -158,14 +156,14 @@ impl RawRwSem {
     }
 
     #[inline]
-    fn acquire(&self, kind: Kind, timeout: Option<Duration>) -> bool {
+    pub(super) fn acquire(&self, kind: Kind, timeout: Option<Duration>) -> bool {
         if self.config.counting == Counting::AtomicCount && self.try_fast(kind) {
             return true;
         }
         self.acquire_slow(kind, timeout)
     }
 
-    fn try_acquire(&self, kind: Kind) -> bool {
+    pub(super) fn try_acquire(&self, kind: Kind) -> bool {
         match self.config.counting {
             Counting::AtomicCount => self.try_fast(kind),
             Counting::Generic => {
@@ -182,7 +180,7 @@ impl RawRwSem {
     fn try_fast(&self, kind: Kind) -> bool {
         match kind {
             Kind::Read => {
-                if self.count.load(Ordering::Relaxed) & (WRITER | HANDOFF) != 0 {
+                if self.count.load(Ordering::Relaxed) & READ_BLOCKERS != 0 {
                     return false;
                 }
                 // The kernel's xadd: one atomic add, checked afterwards.
@@ -190,33 +188,38 @@ impl RawRwSem {
                 // `write_unlock` (or `downgrade`): its critical section
                 // happens-before ours.
                 let prev = self.count.fetch_add(READER, Ordering::Acquire);
-                if prev & (WRITER | HANDOFF) == 0 {
+                if prev & READ_BLOCKERS == 0 {
                     return true;
                 }
-                // A writer or a hand-off got in first: back out exactly as
-                // a reader leaving would, since our transient count may have
-                // kept a release from granting (it then saw a reader).
+                // A writer, a hand-off or an upgrade got in first: back out
+                // exactly as a reader leaving would, since our transient
+                // count may have kept a release from granting (it then saw
+                // a reader).
                 self.release_read_count();
                 false
             }
-            Kind::Write => self.try_cas(Kind::Write),
+            Kind::Write | Kind::Upgradable => self.try_cas(kind),
+            Kind::Upgrade => unreachable!("an upgrade is not an acquisition"),
         }
     }
 
     /// Takes the lock with a CAS if the count allows `kind` now (no
-    /// hand-off pending; for a writer, no holder). Never backs out, so it
+    /// hand-off pending; for a writer, no holder; for an upgradable reader,
+    /// no writer and no other upgradable reader). Never backs out, so it
     /// may run under the wait lock.
     fn try_cas(&self, kind: Kind) -> bool {
         let mut c = self.count.load(Ordering::Relaxed);
         loop {
             let new = match kind {
-                Kind::Read if c & (WRITER | HANDOFF) == 0 => c + READER,
-                Kind::Write if c & !(WAITERS | NUDGED) == 0 => c | WRITER,
+                Kind::Read if c & READ_BLOCKERS == 0 => c + READER,
+                Kind::Write if c & WRITE_BLOCKERS == 0 => c | WRITER,
+                Kind::Upgradable if c & UPGRADABLE_BLOCKERS == 0 => c | UPGRADABLE,
                 _ => return false,
             };
             // Acquire pairs with the Release of every holder that left
-            // (`write_unlock`, `release_read_count`, `downgrade`): their
-            // RMWs form one release sequence on the word, which we read.
+            // (`write_unlock`, `release_read_count`, `upgradable_unlock`,
+            // the downgrades): their RMWs form one release sequence on the
+            // word, which we read.
             match self
                 .count
                 .compare_exchange_weak(c, new, Ordering::Acquire, Ordering::Relaxed)
@@ -229,19 +232,24 @@ impl RawRwSem {
 
     /// Takes the lock for `kind` under the wait lock, before queueing, if
     /// the strategy lets a newcomer have it now: `Generic` only when nobody
-    /// waits (strict FIFO, as rwsem-spinlock); `AtomicCount` as its fast
-    /// path would (no fetch_add here: backing out would run a release's
-    /// wake path, which needs the wait lock we hold).
+    /// waits (strict FIFO, as rwsem-spinlock; the upgrade slot counts as
+    /// waiting); `AtomicCount` as its fast path would (no fetch_add here:
+    /// backing out would run a release's wake path, which needs the wait
+    /// lock we hold).
     fn take_locked(&self, q: &mut WaitList, kind: Kind) -> bool {
         match self.config.counting {
-            Counting::Generic if !q.list.is_empty() => false,
+            Counting::Generic if !q.is_empty() => false,
             Counting::Generic => match kind {
                 Kind::Read if q.activity >= 0 => {
                     q.activity += 1;
                     true
                 }
-                Kind::Write if q.activity == 0 => {
+                Kind::Write if q.activity == 0 && !q.upgradable => {
                     q.activity = -1;
+                    true
+                }
+                Kind::Upgradable if q.activity >= 0 && !q.upgradable => {
+                    q.upgradable = true;
                     true
                 }
                 _ => false,
@@ -322,11 +330,7 @@ impl RawRwSem {
                     if waiter.is_granted() {
                         return true;
                     }
-                    // Stops the fast paths from stealing (readers and
-                    // writers check HANDOFF); the next grant clears it.
-                    // Relaxed: like WAITERS, the bit only routes; we hold
-                    // the wait lock.
-                    self.count.fetch_or(HANDOFF, Ordering::Relaxed);
+                    self.request_handoff_locked();
                     // The lock may be free already, its releaser having
                     // nudged a writer at the head that HANDOFF now keeps
                     // from taking it: grant here, or nobody would (a
@@ -338,7 +342,8 @@ impl RawRwSem {
                 if deadline.has_passed() {
                     let mut q = self.lock_wait();
                     // Under the wait lock, GRANTED is final: a grant that
-                    // beat the timeout wins (DESIGN contract 5).
+                    // beat the timeout wins (as the wake does in
+                    // ARCHITECTURE contract 4).
                     if waiter.is_granted() {
                         return true;
                     }
@@ -377,7 +382,7 @@ impl RawRwSem {
                 return false;
             }
             let c = self.count.load(Ordering::Relaxed);
-            if c & !(WAITERS | NUDGED) == 0 && self.try_cas(Kind::Write) {
+            if c & WRITE_BLOCKERS == 0 && self.try_cas(Kind::Write) {
                 return true;
             }
         }
@@ -396,8 +401,10 @@ impl RawRwSem {
                 return false;
             }
             let free = match kind {
-                Kind::Read => c & WRITER == 0,
-                Kind::Write => c & !(WAITERS | NUDGED) == 0,
+                Kind::Read => c & READ_BLOCKERS == 0,
+                Kind::Write => c & WRITE_BLOCKERS == 0,
+                Kind::Upgradable => c & UPGRADABLE_BLOCKERS == 0,
+                Kind::Upgrade => unreachable!("an upgrade does not spin here"),
             };
             if free && self.try_fast(kind) {
                 return true;
@@ -415,11 +422,13 @@ impl RawRwSem {
         // still in the list, where its owner (the caller) queued it.
         unsafe { q.list.remove(node) };
         if self.config.counting == Counting::AtomicCount {
-            if q.list.is_empty() {
+            if q.is_empty() {
                 // Nobody waits: releases need not come to grant, and nobody
                 // asks for hand-off. Relaxed: the bits only route; the data
-                // is ordered by the holder counts.
-                self.count.fetch_and(!FLAGS, Ordering::Relaxed);
+                // is ordered by the holder counts. (UPGRADING is clear: the
+                // upgrade slot is empty.)
+                self.count
+                    .fetch_and(!(WAITERS | HANDOFF | NUDGED), Ordering::Relaxed);
             } else if was_head {
                 // A nudge was for us: the new head is asleep.
                 self.count.fetch_and(!NUDGED, Ordering::Relaxed);
@@ -429,13 +438,15 @@ impl RawRwSem {
     }
 
     /// Removes a waiter that timed out, holding the wait lock, and lets
-    /// whoever it was holding back proceed (DESIGN contract 4).
+    /// whoever it was holding back proceed (ARCHITECTURE contract 11).
     fn cancel_locked(&self, q: &mut WaitList, node: NonNull<Waiter>, wakes: &mut WakeList) {
         q.tallies.timeouts.add(1);
         if self.leave_locked(q, node) {
             // A writer at the head held back readers queued behind it while
-            // readers hold the lock, or the lock was free with a grant to us
-            // about to happen: the new head may proceed now.
+            // readers hold the lock, an upgradable waiter at the head held
+            // back readers while another upgradable reader holds it, or the
+            // lock was free with a grant to us about to happen: the new
+            // head may proceed now.
             self.grant_locked(q, wakes);
         }
     }
@@ -446,7 +457,8 @@ impl RawRwSem {
     ///
     /// # Safety
     /// The caller holds the lock shared (from `read`, `try_read`,
-    /// `read_timeout` or `downgrade`) and gives up that hold.
+    /// `read_timeout`, `downgrade` or `downgrade_upgradable`) and gives up
+    /// that hold.
     #[inline]
     pub unsafe fn read_unlock(&self) {
         match self.config.counting {
@@ -466,12 +478,20 @@ impl RawRwSem {
 
     #[inline]
     fn release_read_count(&self) {
-        // Release pairs with the Acquire of the next holder (a writer's CAS
-        // or `grant_locked`'s CAS): our reads happen-before its writes.
+        // Release pairs with the Acquire of the next holder (a writer's CAS,
+        // an upgrade's CAS or `grant_locked`'s CAS): our reads
+        // happen-before its writes.
         let prev = self.count.fetch_sub(READER, Ordering::Release);
-        debug_assert!(prev >= READER, "read_unlock without a read hold");
-        if prev & !FLAGS == READER && prev & (WAITERS | NUDGED) == WAITERS {
-            // The last holder left and someone waits: grant.
+        debug_assert!(prev & READERS != 0, "read_unlock without a read hold");
+        let holders_left = (prev - READER) & HOLDERS;
+        // Go to grant if someone waits and nobody is awake to take the lock
+        // itself (NUDGED), and we were the last holder, or the last reader
+        // an upgrade waits for (UPGRADING: the slot's upgrader holds the
+        // lock upgradable, nothing else). The upgrader set UPGRADING with
+        // an RMW before its own check; see the module docs, "No lost grant".
+        if prev & (WAITERS | NUDGED) == WAITERS
+            && (holders_left == 0 || (holders_left == UPGRADABLE && prev & UPGRADING != 0))
+        {
             self.wake_waiters();
         }
     }
@@ -479,8 +499,9 @@ impl RawRwSem {
     /// Releases an exclusive hold.
     ///
     /// # Safety
-    /// The caller holds the lock exclusive (from `write`, `try_write` or
-    /// `write_timeout`) and gives up that hold.
+    /// The caller holds the lock exclusive (from `write`, `try_write`,
+    /// `write_timeout`, `upgrade`, `try_upgrade` or `upgrade_timeout`) and
+    /// gives up that hold.
     #[inline]
     pub unsafe fn write_unlock(&self) {
         match self.config.counting {
@@ -504,19 +525,22 @@ impl RawRwSem {
     }
 
     /// Turns an exclusive hold into a shared one without letting a writer
-    /// in between, and grants the readers queued at the head (up to the
-    /// first queued writer) the lock alongside.
+    /// in between, and grants the shared waiters queued at the head (up to
+    /// the first queued writer, with at most one upgradable waiter) the
+    /// lock alongside.
     ///
     /// # Safety
     /// The caller holds the lock exclusive; afterwards it holds it shared.
     pub unsafe fn downgrade(&self) {
         match self.config.counting {
             Counting::AtomicCount => {
-                // WRITER -> one READER in one atomic add: adding
-                // READER - WRITER to a word with bit 0 set clears it and
-                // adds READER, leaving the flag bits as they were.
-                // Release: queued readers granted
-                // next see our writes (`grant_locked`'s CAS reads this).
+                // WRITER -> one READER in one atomic add: below READER the
+                // word holds WRITER and the flags (UPGRADING and UPGRADABLE
+                // are clear while a writer holds), so those bits sum to at
+                // most 15, and adding READER - WRITER (63) clears bit 0 and
+                // carries exactly one into the reader count, leaving the
+                // flags as they were. Release: queued readers granted next
+                // see our writes (`grant_locked`'s CAS reads this).
                 let prev = self
                     .count
                     .fetch_add(READER.wrapping_sub(WRITER), Ordering::Release);
@@ -536,27 +560,143 @@ impl RawRwSem {
         }
     }
 
+    /// Releases a shared hold and, if anyone waits, hands the lock to the
+    /// queue in order: no running thread can take it ahead of the head
+    /// (see [`write_unlock_fair`](Self::write_unlock_fair)).
+    ///
+    /// # Safety
+    /// As [`read_unlock`](Self::read_unlock).
+    pub unsafe fn read_unlock_fair(&self) {
+        match self.config.counting {
+            // SAFETY: the caller's contract (a shared hold).
+            Counting::AtomicCount => unsafe { self.release_fair(READER) },
+            // SAFETY: the caller's contract. `Generic` is always fair: a
+            // release grants the head directly, and newcomers queue while
+            // anyone waits.
+            Counting::Generic => unsafe { self.read_unlock() },
+        }
+    }
+
+    /// Releases an exclusive hold and, if anyone waits, hands the lock to
+    /// the queue in order: the writer at the head is granted rather than
+    /// nudged, and no running thread can take the lock ahead of it (no
+    /// barging). The granted threads are still woken after the wait lock is
+    /// dropped (`WakeAfterUnlock`), as for any grant.
+    ///
+    /// # Safety
+    /// As [`write_unlock`](Self::write_unlock).
+    pub unsafe fn write_unlock_fair(&self) {
+        match self.config.counting {
+            // SAFETY: the caller's contract (the exclusive hold).
+            Counting::AtomicCount => unsafe { self.release_fair(WRITER) },
+            // SAFETY: the caller's contract; `Generic` is always fair.
+            Counting::Generic => unsafe { self.write_unlock() },
+        }
+    }
+
+    /// `AtomicCount`'s fair release of `hold` (`READER`, `WRITER` or
+    /// `UPGRADABLE`).
+    ///
+    /// # Safety
+    /// The caller holds the lock in the mode `hold` names and gives up that
+    /// hold.
+    pub(super) unsafe fn release_fair(&self, hold: usize) {
+        if self.count.load(Ordering::Relaxed) & WAITERS == 0 {
+            // Nobody to be fair to. A waiter queueing meanwhile is ordered
+            // against our release's RMW as for any release.
+            match hold {
+                READER => self.release_read_count(),
+                // SAFETY: the caller holds the lock exclusive (contract).
+                WRITER => unsafe { self.write_unlock() },
+                // SAFETY: the caller holds it upgradable (contract).
+                _ => unsafe { self.upgradable_unlock() },
+            }
+            return;
+        }
+        let mut wakes = WakeList::new();
+        let mut q = self.lock_wait();
+        if !q.is_empty() {
+            // Before our hold goes: from here no fast path takes the lock,
+            // and `grant_locked` grants the writer at the head instead of
+            // nudging it. If other holders remain, the grant is made by the
+            // last of them to leave; HANDOFF keeps the lock for the head
+            // until then.
+            self.request_handoff_locked();
+        }
+        // Release pairs with the Acquire of the next holder, here
+        // `grant_locked`'s CAS (or, if holders remain, the one the last of
+        // them makes). We hold the wait lock, so we cannot take the normal
+        // release paths (they may need it): we grant below ourselves.
+        let prev = self.count.fetch_sub(hold, Ordering::Release);
+        debug_assert!(
+            if hold == READER {
+                prev & READERS != 0
+            } else {
+                prev & hold != 0
+            },
+            "a fair unlock without the hold"
+        );
+        self.grant_locked(&mut q, &mut wakes);
+        self.finish(q, &mut wakes);
+    }
+
+    /// Asks for strict hand-off, holding the wait lock: no fast path takes
+    /// the lock any more (every kind checks HANDOFF), and the next grant,
+    /// which clears the bit, gives the lock to the head even if it is a
+    /// writer. The caller then runs `grant_locked`.
+    ///
+    /// Also clears NUDGED: a nudged writer at the head can no longer take
+    /// the lock itself, so releases must come to grant again. Without this,
+    /// a release that skipped the wait lock because NUDGED was set (before
+    /// the writer cleared it) would leave a free lock that HANDOFF keeps
+    /// from the writer, which would then sleep until its own hand-off timer
+    /// (up to `HANDOFF_AFTER`; under loom, where that timer fires once, a
+    /// deadlock: `nudged_writer_kept_out_by_handoff_is_still_granted`).
+    /// Both RMWs precede the
+    /// caller's `grant_locked` load: a release before them is seen by that
+    /// load (coherence), a release after them finds NUDGED clear and
+    /// routes. Relaxed: the bits only route; the wait lock is held.
+    fn request_handoff_locked(&self) {
+        self.count.fetch_or(HANDOFF, Ordering::Relaxed);
+        self.count.fetch_and(!NUDGED, Ordering::Relaxed);
+    }
+
     #[cold]
-    fn wake_waiters(&self) {
+    pub(super) fn wake_waiters(&self) {
         let mut wakes = WakeList::new();
         let mut q = self.lock_wait();
         self.grant_locked(&mut q, &mut wakes);
         self.finish(q, &mut wakes);
     }
 
-    /// Grants the lock to the head of the queue if it can have it now: the
-    /// whole leading batch of readers (unless a writer holds), or one writer
-    /// (if nobody holds). Dequeues them and puts them on `wakes`; the caller
-    /// must wake them, after releasing the wait lock (or, for
-    /// `WakeUnderLock`, before). Does nothing when the holders exclude the
-    /// head: the last of them to leave calls this again.
-    fn grant_locked(&self, q: &mut WaitList, wakes: &mut WakeList) {
-        let Some((kind, batch)) = q.head_batch() else {
+    /// Grants the lock to whoever waits first if it can have it now: the
+    /// upgrader in the upgrade slot (once no reader holds), else the head of
+    /// the list: the leading batch of shared waiters (unless a writer
+    /// holds; its upgradable waiter only if no upgradable reader holds), or
+    /// one writer (if nobody holds). Dequeues them and puts them on
+    /// `wakes`; the caller must wake them, after releasing the wait lock
+    /// (or, for `WakeUnderLock`, before). Does nothing when the holders
+    /// exclude the head: the release that lifts the exclusion calls this
+    /// again.
+    pub(super) fn grant_locked(&self, q: &mut WaitList, wakes: &mut WakeList) {
+        if let Some(upgrader) = q.upgrader {
+            // The upgradable holder goes first (it holds the lock already);
+            // while it waits nothing else is granted.
+            if self.grant_upgrade_count(q) {
+                q.upgrader = None;
+                // SAFETY: just taken out of the slot under the wait lock we
+                // hold; a record in the slot has never been granted.
+                unsafe { grant(upgrader, wakes) };
+                q.tallies.wakeups.add(1);
+            }
+            return;
+        }
+        let Some(batch) = q.head_batch() else {
             return;
         };
         if self.config.counting == Counting::AtomicCount
-            && kind == Kind::Write
-            && self.count.load(Ordering::Relaxed) & !(WAITERS | NUDGED) == 0
+            && batch == HeadBatch::Write
+            && self.count.load(Ordering::Relaxed) & WRITE_BLOCKERS == 0
         {
             // A free lock and a writer at the head that has not asked for
             // hand-off: wake it to take the lock itself, and leave the lock
@@ -573,49 +713,59 @@ impl RawRwSem {
             q.tallies.wakeups.add(1);
             return;
         }
-        let granted = match self.config.counting {
-            Counting::Generic => match kind {
-                Kind::Read if q.activity >= 0 => {
-                    q.activity += batch as isize;
-                    true
-                }
-                Kind::Write if q.activity == 0 => {
+        let records = match self.config.counting {
+            Counting::Generic => match batch {
+                HeadBatch::Write if q.activity == 0 && !q.upgradable => {
                     q.activity = -1;
-                    true
+                    1
                 }
-                _ => false,
+                HeadBatch::Write => 0,
+                HeadBatch::Shared { .. } if q.activity < 0 => 0,
+                HeadBatch::Shared { .. } => {
+                    let (readers, upgradable, records) = batch.take(!q.upgradable);
+                    q.activity += readers as isize;
+                    q.upgradable |= upgradable;
+                    records
+                }
             },
             Counting::AtomicCount => {
-                // The grant serves the oldest waiter: HANDOFF is cleared
-                // (a later waiter that waits too long sets it again).
-                let waiters = if q.list.len() > batch { WAITERS } else { 0 };
                 let mut c = self.count.load(Ordering::Relaxed);
                 loop {
-                    let new = match kind {
-                        Kind::Read if c & WRITER == 0 => ((c & !FLAGS) + batch * READER) | waiters,
-                        Kind::Write if c & !FLAGS == 0 => WRITER | waiters,
-                        _ => break false,
+                    // What the holders in `c` allow, and the count after.
+                    let (records, new) = match batch {
+                        HeadBatch::Write if c & HOLDERS == 0 => (1, WRITER),
+                        HeadBatch::Shared { .. } if c & WRITER == 0 => {
+                            let (readers, upgradable, records) = batch.take(c & UPGRADABLE == 0);
+                            let up = if upgradable { UPGRADABLE } else { 0 };
+                            (records, (c & HOLDERS) + readers * READER + up)
+                        }
+                        _ => (0, 0),
                     };
+                    if records == 0 {
+                        break 0;
+                    }
+                    // The grant serves the oldest waiter: HANDOFF and
+                    // NUDGED are cleared (a later waiter that waits too long
+                    // sets HANDOFF again; no writer at the head is awake).
+                    // UPGRADING is clear: the upgrade slot is empty.
+                    let waiters = if q.list.len() > records { WAITERS } else { 0 };
                     // Acquire pairs with the Release of every holder that
                     // left (their RMWs form one release sequence on the
                     // word): their critical sections happen-before the
                     // grant, which `grant` then publishes with Release.
                     match self.count.compare_exchange_weak(
                         c,
-                        new,
+                        new | waiters,
                         Ordering::AcqRel,
                         Ordering::Relaxed,
                     ) {
-                        Ok(_) => break true,
+                        Ok(_) => break records,
                         Err(now) => c = now,
                     }
                 }
             }
         };
-        if !granted {
-            return;
-        }
-        for _ in 0..batch {
+        for _ in 0..records {
             let node = q
                 .list
                 .pop_front()
@@ -624,12 +774,57 @@ impl RawRwSem {
             // waiter has never been granted.
             unsafe { grant(node, wakes) };
         }
-        q.tallies.wakeups.add(batch as u64);
+        q.tallies.wakeups.add(records as u64);
+    }
+
+    /// Makes the upgrader in the slot the writer if no reader holds the lock
+    /// any more (for `AtomicCount`: clears `UPGRADABLE`, `UPGRADING` and the
+    /// hand-off flags, sets `WRITER`); returns whether it did. The caller
+    /// holds the wait lock and publishes the grant.
+    fn grant_upgrade_count(&self, q: &mut WaitList) -> bool {
+        match self.config.counting {
+            Counting::Generic => {
+                debug_assert!(q.upgradable && q.activity >= 0);
+                if q.activity != 0 {
+                    return false;
+                }
+                q.activity = -1;
+                q.upgradable = false;
+                true
+            }
+            Counting::AtomicCount => {
+                let waiters = if q.list.is_empty() { 0 } else { WAITERS };
+                let mut c = self.count.load(Ordering::Relaxed);
+                loop {
+                    debug_assert_eq!(
+                        c & (WRITER | UPGRADABLE | UPGRADING),
+                        UPGRADABLE | UPGRADING
+                    );
+                    if c & READERS != 0 {
+                        // Readers still hold (or a reader's fast path is
+                        // backing out): the last of them finds UPGRADING
+                        // and comes back here.
+                        return false;
+                    }
+                    // AcqRel as in `grant_locked`: the readers' critical
+                    // sections happen-before the upgraded writer's.
+                    match self.count.compare_exchange_weak(
+                        c,
+                        WRITER | waiters,
+                        Ordering::AcqRel,
+                        Ordering::Relaxed,
+                    ) {
+                        Ok(_) => return true,
+                        Err(now) => c = now,
+                    }
+                }
+            }
+        }
     }
 
     /// Drops the wait lock and issues the collected wakeups, in the order
     /// the configuration asks for.
-    fn finish(&self, q: WaitGuard<'_>, wakes: &mut WakeList) {
+    pub(super) fn finish(&self, q: WaitGuard<'_>, wakes: &mut WakeList) {
         match self.config.wake {
             WakeTiming::WakeUnderLock => {
                 wakes.wake_all();
@@ -642,7 +837,7 @@ impl RawRwSem {
         }
     }
 
-    fn lock_wait(&self) -> WaitGuard<'_> {
+    pub(super) fn lock_wait(&self) -> WaitGuard<'_> {
         WaitGuard::new(self.wait.lock())
     }
 
@@ -651,8 +846,11 @@ impl RawRwSem {
     /// Whether anyone holds the lock (a snapshot).
     pub fn is_locked(&self) -> bool {
         match self.config.counting {
-            Counting::AtomicCount => self.count.load(Ordering::Relaxed) & !FLAGS != 0,
-            Counting::Generic => self.wait.lock().activity != 0,
+            Counting::AtomicCount => self.count.load(Ordering::Relaxed) & HOLDERS != 0,
+            Counting::Generic => {
+                let q = self.wait.lock();
+                q.activity != 0 || q.upgradable
+            }
         }
     }
 
@@ -664,9 +862,20 @@ impl RawRwSem {
         }
     }
 
-    /// Threads queued asleep (a snapshot).
+    /// Whether a sleeper (or a fair unlock) has asked for strict hand-off
+    /// (`AtomicCount`; always `false` with `Generic`). For loom models:
+    /// under loom a waiter's hand-off timer fires once, at its first sleep,
+    /// and its request grants whatever can be granted, which would hide a
+    /// release that forgot to grant; a model waits for this first.
+    #[cfg(loom)]
+    pub fn handoff_requested(&self) -> bool {
+        self.count.load(Ordering::Relaxed) & HANDOFF != 0
+    }
+
+    /// Threads queued asleep, an upgrader waiting for readers included (a
+    /// snapshot).
     pub fn waiters(&self) -> usize {
-        self.wait.lock().list.len()
+        self.wait.lock().len()
     }
 
     /// Event counts so far (zero without the `stats` feature). Reading them

@@ -18,11 +18,13 @@ pub struct RwSemStats {
     /// Total time the wait lock was held, in nanoseconds.
     pub wait_lock_hold_ns: u64,
     /// Threads unparked: granted the lock by a release, downgrade or
-    /// cancel, or (with `AtomicCount`) a writer at the head of a free lock
+    /// cancel (an upgrade waiting for readers included), or (with
+    /// `AtomicCount`) a writer at the head of a free lock
     /// nudged to take it itself, which may be nudged again if a running
     /// thread gets the lock first. So this may exceed `waits`.
     pub wakeups: u64,
-    /// Threads that queued to sleep.
+    /// Threads that queued to sleep (an upgrade that waited for readers
+    /// included).
     pub waits: u64,
     /// Queued threads that gave up at their timeout.
     pub timeouts: u64,

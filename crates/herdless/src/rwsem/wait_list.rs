@@ -2,6 +2,7 @@
 //! held.
 
 use std::ops::{Deref, DerefMut};
+use std::ptr::NonNull;
 
 use super::stats::{HoldClock, Tallies};
 use super::waiter::{Kind, Waiter};
@@ -12,50 +13,116 @@ use crate::util::linked_list::LinkedList;
 pub(super) struct WaitList {
     /// Queued threads, oldest first (FIFO).
     pub(super) list: LinkedList<Waiter>,
+    /// The upgrade slot: the upgradable holder waiting in `upgrade` for the
+    /// readers to drain. It holds the lock already, so it goes before the
+    /// whole queue; while it waits nothing else is granted and new readers
+    /// queue (with `AtomicCount`, `UPGRADING` is set exactly while the slot
+    /// is occupied). At most one: there is one upgradable holder.
+    pub(super) upgrader: Option<NonNull<Waiter>>,
     /// [`Counting::Generic`](super::Counting::Generic) only, the kernel's
-    /// `sem->activity`: the number of readers holding the lock, `-1` while
-    /// a writer holds it, `0` when free. Unused (0) with `AtomicCount`.
+    /// `sem->activity`: the number of readers holding the lock (the
+    /// upgradable holder not included), `-1` while a writer holds it, `0`
+    /// when no reader or writer does. Unused (0) with `AtomicCount`.
     pub(super) activity: isize,
+    /// `Generic` only: the upgradable reader holds the lock (never while
+    /// `activity` is `-1`). Unused (false) with `AtomicCount`.
+    pub(super) upgradable: bool,
     /// Event counts (nothing without the `stats` feature).
     pub(super) tallies: Tallies,
 }
 
-// SAFETY: the list links records pinned on the stacks of waiting threads;
-// it is only touched under the wait lock, and every record outlives its
-// membership (see `Waiter`). Sending the list head between threads is how
-// the lock is used.
+// SAFETY: the list and the upgrade slot link records pinned on the stacks
+// of waiting threads; they are only touched under the wait lock, and every
+// record outlives its membership (see `Waiter`). Sending the list head
+// between threads is how the lock is used.
 unsafe impl Send for WaitList {}
+
+/// What a grant to the head of the queue would hand out, given what the
+/// holders allow (the caller checks that).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum HeadBatch {
+    /// The writer at the head.
+    Write,
+    /// The leading run of shared waiters: `readers` readers, then, if
+    /// `upgradable` is `Some(n)`, one upgradable waiter and the `n` readers
+    /// after it. A batch holds at most one upgradable waiter and stops at
+    /// the first writer. The upgradable part may be granted only if no
+    /// upgradable reader holds the lock; `readers` may be 0 (an upgradable
+    /// waiter at the head).
+    Shared {
+        readers: usize,
+        upgradable: Option<usize>,
+    },
+}
+
+impl HeadBatch {
+    /// What a grant gives when the upgradable hold is free (`true`) or
+    /// taken: (reader holds, the upgradable hold or not, records dequeued).
+    /// Zero records: nothing can be granted.
+    pub(super) fn take(self, upgradable_free: bool) -> (usize, bool, usize) {
+        match self {
+            HeadBatch::Write => (0, false, 1),
+            HeadBatch::Shared {
+                readers,
+                upgradable: Some(more),
+            } if upgradable_free => (readers + more, true, readers + 1 + more),
+            HeadBatch::Shared { readers, .. } => (readers, false, readers),
+        }
+    }
+}
 
 impl WaitList {
     pub(super) const fn new() -> Self {
         WaitList {
             list: LinkedList::new(),
+            upgrader: None,
             activity: 0,
+            upgradable: false,
             tallies: Tallies::new(),
         }
     }
 
-    /// How many waiters a grant to the head would wake: the whole leading
-    /// batch of readers, or one writer; 0 if nobody waits.
-    pub(super) fn head_batch(&self) -> Option<(Kind, usize)> {
-        let head = self.list.front()?;
-        // SAFETY: queued records are live while we hold the wait lock.
-        let kind = unsafe { head.as_ref().kind };
-        if kind == Kind::Write {
-            return Some((kind, 1));
-        }
-        let mut readers = 1;
-        let mut node = head;
-        // SAFETY: as above, for each node reached through the list.
-        while let Some(next) = unsafe { self.list.next(node) } {
-            // SAFETY: as above.
-            if unsafe { next.as_ref().kind } != Kind::Read {
-                break;
+    /// Whether anyone waits: in the list or in the upgrade slot.
+    pub(super) fn is_empty(&self) -> bool {
+        self.list.is_empty() && self.upgrader.is_none()
+    }
+
+    /// Threads waiting: in the list and in the upgrade slot.
+    pub(super) fn len(&self) -> usize {
+        self.list.len() + usize::from(self.upgrader.is_some())
+    }
+
+    /// The batch at the head of the list (the upgrade slot is not looked
+    /// at); `None` if the list is empty.
+    pub(super) fn head_batch(&self) -> Option<HeadBatch> {
+        let mut node = self.list.front()?;
+        let mut readers = 0;
+        let mut upgradable: Option<usize> = None;
+        loop {
+            // SAFETY: queued records are live while we hold the wait lock,
+            // and `node` was reached through the list.
+            match unsafe { node.as_ref().kind } {
+                Kind::Write if readers == 0 && upgradable.is_none() => {
+                    return Some(HeadBatch::Write)
+                }
+                Kind::Write | Kind::Upgrade => break,
+                Kind::Upgradable if upgradable.is_some() => break,
+                Kind::Upgradable => upgradable = Some(0),
+                Kind::Read => match upgradable.as_mut() {
+                    Some(after) => *after += 1,
+                    None => readers += 1,
+                },
             }
-            readers += 1;
-            node = next;
+            // SAFETY: as above.
+            match unsafe { self.list.next(node) } {
+                Some(next) => node = next,
+                None => break,
+            }
         }
-        Some((kind, readers))
+        Some(HeadBatch::Shared {
+            readers,
+            upgradable,
+        })
     }
 }
 

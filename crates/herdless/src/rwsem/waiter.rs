@@ -12,8 +12,15 @@ use crate::util::wake_list::WakeList;
 /// What a waiter wants.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Kind {
+    /// A shared hold.
     Read,
+    /// The exclusive hold.
     Write,
+    /// The upgradable hold (shared with readers, one at a time).
+    Upgradable,
+    /// The upgradable holder wants the exclusive hold: it waits in the
+    /// upgrade slot, ahead of the queue, for the readers to drain.
+    Upgrade,
 }
 
 /// Queued, not granted.
@@ -23,14 +30,16 @@ const GRANTED: u32 = 1;
 
 /// Invariants (who writes what, under which lock):
 /// - `pointers`: only under the wait lock, while the record is in the
-///   semaphore's wait list.
+///   semaphore's wait list (an `Upgrade` record sits in the upgrade slot
+///   instead and never uses them).
 /// - `kind`, `unparker`: immutable; the granter clones `unparker` under the
 ///   wait lock before it publishes the grant.
 /// - `state`: `WAITING` from construction until a granter, holding the wait
-///   lock and having dequeued the record, stores `GRANTED` (Release) as its
+///   lock and having dequeued the record (or emptied the upgrade slot),
+///   stores `GRANTED` (Release) as its
 ///   last access. The waiter reads it with Acquire, with or without the
 ///   wait lock; once it reads `GRANTED` it owns the lock and may return,
-///   freeing the record (DESIGN contract 3).
+///   freeing the record (ARCHITECTURE contract 3).
 pub(super) struct Waiter {
     pointers: Pointers<Waiter>,
     pub(super) kind: Kind,
@@ -59,13 +68,15 @@ impl Waiter {
     }
 }
 
-/// Grants the lock to a waiter its caller has just dequeued, holding the
-/// wait lock: takes a strong handle to the sleeper for `wakes`, then
-/// publishes the grant, the last access to the record.
+/// Grants the lock to a waiter its caller has just dequeued (or taken out of
+/// the upgrade slot), holding the wait lock: takes a strong handle to the
+/// sleeper for `wakes`, then publishes the grant, the last access to the
+/// record.
 ///
 /// # Safety
-/// `node` was in the wait list until the caller removed it under the wait
-/// lock the caller still holds, and has not been granted before.
+/// `node` was in the wait list (or the upgrade slot) until the caller
+/// removed it under the wait lock the caller still holds, and has not been
+/// granted before.
 pub(super) unsafe fn grant(node: NonNull<Waiter>, wakes: &mut WakeList) {
     // SAFETY: the record stays live until its owner sees GRANTED, which is
     // only possible after the store below (caller contract: not granted

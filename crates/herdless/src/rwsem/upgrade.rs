@@ -1,0 +1,346 @@
+//! Upgradable reads on [`RawRwSem`]: the upgradable hold, `upgrade` (which
+//! waits in the upgrade slot for the readers to drain), and the two
+//! downgrades that involve it. The module docs hold the state table and the
+//! "No lost grant" argument; the ordering of each step is commented next to
+//! its atomics here.
+
+use std::pin::pin;
+use std::ptr::NonNull;
+use std::time::Duration;
+
+use super::config::Counting;
+use super::count::{HANDOFF, NUDGED, READER, READERS, UPGRADABLE, UPGRADING, WAITERS, WRITER};
+use super::raw::RawRwSem;
+use super::wait_list::WaitList;
+use super::waiter::{Kind, Waiter};
+use crate::deadline::Deadline;
+use crate::parker;
+use crate::sync::Ordering;
+use crate::util::wake_list::WakeList;
+use crate::wait_queue::TimedOut;
+
+impl RawRwSem {
+    /// Takes the upgradable hold: shared with readers, exclusive of writers
+    /// and of other upgradable readers; it can later be upgraded to the
+    /// exclusive hold without letting a writer in between. Sleeps (FIFO, as
+    /// [`read`](Self::read)) while a writer or another upgradable reader
+    /// holds the lock.
+    #[inline]
+    pub fn upgradable_read(&self) {
+        let acquired = self.acquire(Kind::Upgradable, None);
+        debug_assert!(acquired, "an untimed acquire cannot time out");
+    }
+
+    /// Takes the upgradable hold if that is possible without waiting.
+    #[inline]
+    pub fn try_upgradable_read(&self) -> bool {
+        self.try_acquire(Kind::Upgradable)
+    }
+
+    /// [`upgradable_read`](Self::upgradable_read) giving up after `timeout`
+    /// (as [`read_timeout`](Self::read_timeout)).
+    pub fn upgradable_read_timeout(&self, timeout: Duration) -> Result<(), TimedOut> {
+        self.acquire(Kind::Upgradable, Some(timeout))
+            .then_some(())
+            .ok_or(TimedOut)
+    }
+
+    /// Releases the upgradable hold.
+    ///
+    /// # Safety
+    /// The caller holds the lock upgradable (from `upgradable_read`,
+    /// `try_upgradable_read`, `upgradable_read_timeout` or
+    /// `downgrade_to_upgradable`, or kept by a failed `try_upgrade` /
+    /// `upgrade_timeout`) and gives up that hold.
+    #[inline]
+    pub unsafe fn upgradable_unlock(&self) {
+        match self.config.counting {
+            Counting::AtomicCount => {
+                // Release pairs with the Acquire of the next holder that
+                // excludes us (a writer's or an upgradable reader's CAS, or
+                // `grant_locked`'s). Our hold may have kept the head (a
+                // writer or an upgradable waiter) waiting: go and grant if
+                // anyone waits and nobody is awake to take it (NUDGED). A
+                // waiter that queued after this RMW sees the hold gone in
+                // its own grant check (see "No lost grant").
+                let prev = self.count.fetch_sub(UPGRADABLE, Ordering::Release);
+                debug_assert!(
+                    prev & (UPGRADABLE | UPGRADING) == UPGRADABLE,
+                    "upgradable_unlock without an upgradable hold, or while upgrading"
+                );
+                if prev & (WAITERS | NUDGED) == WAITERS {
+                    self.wake_waiters();
+                }
+            }
+            Counting::Generic => {
+                let mut wakes = WakeList::new();
+                let mut q = self.lock_wait();
+                debug_assert!(q.upgradable, "upgradable_unlock without an upgradable hold");
+                q.upgradable = false;
+                self.grant_locked(&mut q, &mut wakes);
+                self.finish(q, &mut wakes);
+            }
+        }
+    }
+
+    /// Releases the upgradable hold and, if anyone waits, hands the lock to
+    /// the queue in order (see
+    /// [`write_unlock_fair`](Self::write_unlock_fair)).
+    ///
+    /// # Safety
+    /// As [`upgradable_unlock`](Self::upgradable_unlock).
+    pub unsafe fn upgradable_unlock_fair(&self) {
+        match self.config.counting {
+            // SAFETY: the caller's contract (the upgradable hold).
+            Counting::AtomicCount => unsafe { self.release_fair(UPGRADABLE) },
+            // SAFETY: the caller's contract; `Generic` is always fair.
+            Counting::Generic => unsafe { self.upgradable_unlock() },
+        }
+    }
+
+    /// Turns the upgradable hold into the exclusive one, waiting for the
+    /// readers to leave. New readers are kept out meanwhile (the upgrade is
+    /// not starved), and the upgrade goes before every queued waiter: the
+    /// lock is held all along.
+    ///
+    /// # Safety
+    /// The caller holds the lock upgradable; afterwards it holds it
+    /// exclusive.
+    #[inline]
+    pub unsafe fn upgrade(&self) {
+        let upgraded = self.config.counting == Counting::AtomicCount && self.try_upgrade_count()
+            || self.upgrade_slow(None);
+        debug_assert!(upgraded, "an untimed upgrade cannot time out");
+    }
+
+    /// Turns the upgradable hold into the exclusive one if no reader holds
+    /// the lock; otherwise keeps the upgradable hold and returns `false`.
+    ///
+    /// # Safety
+    /// The caller holds the lock upgradable; afterwards it holds it
+    /// exclusive if `true` was returned, upgradable otherwise.
+    pub unsafe fn try_upgrade(&self) -> bool {
+        match self.config.counting {
+            Counting::AtomicCount => self.try_upgrade_count(),
+            Counting::Generic => self.upgrade_locked(&mut self.lock_wait()),
+        }
+    }
+
+    /// [`upgrade`](Self::upgrade) giving up after `timeout` (`Duration::ZERO`:
+    /// [`try_upgrade`](Self::try_upgrade); `Duration::MAX`: no limit). On
+    /// `Err` the upgradable hold is still held, and readers queued behind
+    /// the upgrade are let in. A grant that races the timeout wins.
+    ///
+    /// # Safety
+    /// The caller holds the lock upgradable; afterwards it holds it
+    /// exclusive on `Ok`, upgradable on `Err`.
+    pub unsafe fn upgrade_timeout(&self, timeout: Duration) -> Result<(), TimedOut> {
+        let upgraded = self.config.counting == Counting::AtomicCount && self.try_upgrade_count()
+            || self.upgrade_slow(Some(timeout));
+        upgraded.then_some(()).ok_or(TimedOut)
+    }
+
+    /// Turns the upgradable hold into a shared one, and grants the waiters
+    /// at the head the lock alongside if they can have it now (an
+    /// upgradable waiter, and the readers around it).
+    ///
+    /// # Safety
+    /// The caller holds the lock upgradable; afterwards it holds it shared.
+    pub unsafe fn downgrade_upgradable(&self) {
+        match self.config.counting {
+            Counting::AtomicCount => {
+                // UPGRADABLE -> one READER in one atomic add: bit 5 is set,
+                // so adding READER - UPGRADABLE (= UPGRADABLE) clears it and
+                // carries one into the reader count; the bits below are
+                // untouched. Release: the upgradable waiter granted next
+                // reads this RMW with its grant's Acquire CAS.
+                let prev = self.count.fetch_add(READER - UPGRADABLE, Ordering::Release);
+                debug_assert!(
+                    prev & (UPGRADABLE | UPGRADING) == UPGRADABLE,
+                    "downgrade_upgradable without an upgradable hold, or while upgrading"
+                );
+                if prev & WAITERS != 0 {
+                    self.wake_waiters();
+                }
+            }
+            Counting::Generic => {
+                let mut wakes = WakeList::new();
+                let mut q = self.lock_wait();
+                debug_assert!(
+                    q.upgradable,
+                    "downgrade_upgradable without an upgradable hold"
+                );
+                q.upgradable = false;
+                q.activity += 1;
+                self.grant_locked(&mut q, &mut wakes);
+                self.finish(q, &mut wakes);
+            }
+        }
+    }
+
+    /// Turns the exclusive hold into the upgradable one without letting a
+    /// writer in between, and grants the readers queued at the head the
+    /// lock alongside (no upgradable waiter: the hold is ours).
+    ///
+    /// # Safety
+    /// The caller holds the lock exclusive; afterwards it holds it
+    /// upgradable.
+    pub unsafe fn downgrade_to_upgradable(&self) {
+        match self.config.counting {
+            Counting::AtomicCount => {
+                // WRITER -> UPGRADABLE in one atomic add: the low bits are
+                // WRITER plus flags in bits 1-3 (UPGRADING and UPGRADABLE
+                // are clear while a writer holds), at most 15, so adding
+                // UPGRADABLE - WRITER clears bit 0 and sets bit 5, leaving
+                // the flags as they were. Release: readers granted next see
+                // our writes (`grant_locked`'s AcqRel CAS reads this RMW).
+                let prev = self.count.fetch_add(UPGRADABLE - WRITER, Ordering::Release);
+                debug_assert!(
+                    prev & (WRITER | UPGRADABLE | UPGRADING) == WRITER,
+                    "downgrade_to_upgradable without a write hold"
+                );
+                if prev & WAITERS != 0 {
+                    self.wake_waiters();
+                }
+            }
+            Counting::Generic => {
+                let mut wakes = WakeList::new();
+                let mut q = self.lock_wait();
+                debug_assert_eq!(
+                    q.activity, -1,
+                    "downgrade_to_upgradable without a write hold"
+                );
+                q.activity = 0;
+                q.upgradable = true;
+                self.grant_locked(&mut q, &mut wakes);
+                self.finish(q, &mut wakes);
+            }
+        }
+    }
+
+    /// `AtomicCount`: UPGRADABLE -> WRITER with a CAS if no reader holds.
+    /// Ignores HANDOFF: the upgrader holds the lock already and overtakes
+    /// nobody.
+    fn try_upgrade_count(&self) -> bool {
+        let mut c = self.count.load(Ordering::Relaxed);
+        loop {
+            debug_assert!(c & UPGRADABLE != 0, "upgrade without an upgradable hold");
+            if c & READERS != 0 {
+                return false;
+            }
+            // Acquire pairs with the Release of every reader that left
+            // (`release_read_count`): their critical sections happen-before
+            // ours as the writer.
+            match self.count.compare_exchange_weak(
+                c,
+                (c & !(UPGRADABLE | UPGRADING)) | WRITER,
+                Ordering::Acquire,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => return true,
+                Err(now) => c = now,
+            }
+        }
+    }
+
+    /// The upgrade, holding the wait lock, if no reader holds.
+    fn upgrade_locked(&self, q: &mut WaitList) -> bool {
+        match self.config.counting {
+            Counting::AtomicCount => self.try_upgrade_count(),
+            Counting::Generic => {
+                debug_assert!(q.upgradable, "upgrade without an upgradable hold");
+                if q.activity != 0 {
+                    return false;
+                }
+                q.activity = -1;
+                q.upgradable = false;
+                true
+            }
+        }
+    }
+
+    /// Waits in the upgrade slot until the last reader grants the upgrade,
+    /// or until `timeout` (then leaves the slot, still holding the lock
+    /// upgradable). Returns whether the upgrade happened.
+    #[cold]
+    fn upgrade_slow(&self, timeout: Option<Duration>) -> bool {
+        // As in `acquire_slow`: zero is recognised from the Duration.
+        let try_only = timeout == Some(Duration::ZERO);
+        let deadline = Deadline::after(timeout);
+        parker::with_current(|parker| {
+            let waiter = pin!(Waiter::new(Kind::Upgrade, parker.unparker()));
+            let node = NonNull::from(&*waiter);
+            let mut wakes = WakeList::new();
+
+            let mut q = self.lock_wait();
+            if self.upgrade_locked(&mut q) {
+                return true;
+            }
+            if try_only {
+                return false;
+            }
+            debug_assert!(q.upgrader.is_none(), "one upgradable holder, one upgrade");
+            // The record is pinned on this stack frame; it leaves the slot
+            // before the frame ends: a granter takes it out (we then see
+            // GRANTED), or we take it out ourselves under the wait lock.
+            q.upgrader = Some(node);
+            q.tallies.waits.add(1);
+            if self.config.counting == Counting::AtomicCount {
+                // Keeps new readers out (their fast paths back out on
+                // UPGRADING) and tells the last reader to come and grant.
+                // The RMW orders us against every reader's release RMW:
+                // a release after it sees UPGRADING and comes to grant; a
+                // release before it is seen by the load in `grant_locked`
+                // below (coherence after our own RMW), which then grants us
+                // at once. See the module docs, "No lost grant".
+                self.count.fetch_or(WAITERS | UPGRADING, Ordering::Relaxed);
+                // A writer nudged at the head is no longer first: releases
+                // must not skip the wait lock for it (or the upgrade would
+                // wait for that writer's hand-off timer, which has no
+                // reason to grant us sooner; loom model
+                // `upgrade_overtaking_a_nudged_writer_is_still_granted`). A
+                // release between the two RMWs that skipped is seen by
+                // `grant_locked`'s load, which comes after both.
+                self.count.fetch_and(!NUDGED, Ordering::Relaxed);
+            }
+            self.grant_locked(&mut q, &mut wakes);
+            self.finish(q, &mut wakes);
+
+            loop {
+                if waiter.is_granted() {
+                    return true;
+                }
+                parker.park_deadline(deadline);
+                if waiter.is_granted() {
+                    return true;
+                }
+                if deadline.has_passed() {
+                    let mut q = self.lock_wait();
+                    // Under the wait lock, GRANTED is final: a grant that
+                    // beat the timeout wins.
+                    if waiter.is_granted() {
+                        return true;
+                    }
+                    q.upgrader = None;
+                    q.tallies.timeouts.add(1);
+                    if self.config.counting == Counting::AtomicCount {
+                        // Readers may come in again; if nobody else waits,
+                        // releases need not come to grant. Relaxed: routes
+                        // only (the wait lock is held).
+                        let clear = if q.list.is_empty() {
+                            WAITERS | UPGRADING | HANDOFF | NUDGED
+                        } else {
+                            UPGRADING
+                        };
+                        self.count.fetch_and(!clear, Ordering::Relaxed);
+                    }
+                    // Readers queued behind the upgrade share the lock with
+                    // us again (ARCHITECTURE contract 11): grant them now.
+                    self.grant_locked(&mut q, &mut wakes);
+                    self.finish(q, &mut wakes);
+                    return false;
+                }
+            }
+        })
+    }
+}
