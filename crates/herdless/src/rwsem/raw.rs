@@ -15,11 +15,12 @@ use super::count::{
 };
 use super::stats::RwSemStats;
 use super::wait_list::{HeadBatch, WaitGuard, WaitList};
-use super::waiter::{grant, nudge, Kind, Waiter};
+use super::waiter::{nudge, Kind, Waiter};
 use crate::deadline::Deadline;
 use crate::lock::SpinParkLock;
 use crate::parker;
 use crate::sync::{AtomicUsize, Ordering};
+use crate::util::waiter::{Slept, GRANTED};
 use crate::util::wake_list::WakeList;
 use crate::wait_queue::TimedOut;
 
@@ -268,7 +269,7 @@ impl RawRwSem {
         let try_only = timeout == Some(Duration::ZERO);
         let deadline = Deadline::after(timeout);
         parker::with_current(|parker| {
-            let waiter = pin!(Waiter::new(kind, parker.unparker()));
+            let waiter = pin!(Waiter::new(parker.unparker(), kind));
             let node = NonNull::from(&*waiter);
             let mut wakes = WakeList::new();
 
@@ -306,19 +307,21 @@ impl RawRwSem {
             let steals = self.config.counting == Counting::AtomicCount;
             let mut handoff_at = steals.then(|| Deadline::after(Some(HANDOFF_AFTER)));
             loop {
-                if waiter.is_granted() {
-                    return true;
-                }
-                parker.park_deadline(earliest(deadline, handoff_at));
-                if waiter.is_granted() {
-                    return true;
-                }
-                if steals && kind == Kind::Write && self.queued_writer_try(&waiter) {
-                    // A nudged writer (or a spurious wakeup) found the lock
-                    // free and took it itself, as a stealer would.
-                    let mut q = self.lock_wait();
-                    self.leave_locked(&mut q, node);
-                    return true;
+                // After every unpark without a grant (a nudge, a spurious
+                // wakeup), a queued writer tries to take the lock itself,
+                // as a stealer would.
+                let slept = waiter.sleep(parker, earliest(deadline, handoff_at), || {
+                    (steals && kind == Kind::Write && self.queued_writer_try(&waiter)).then_some(())
+                });
+                match slept {
+                    Slept::Granted(_) => return true,
+                    Slept::Stopped(()) => {
+                        // The writer took the lock: leave the queue.
+                        let mut q = self.lock_wait();
+                        self.leave_locked(&mut q, node);
+                        return true;
+                    }
+                    Slept::DeadlinePassed => {}
                 }
                 if handoff_at.is_some_and(Deadline::has_passed) {
                     // Re-armed, except under loom, where every finite
@@ -341,15 +344,12 @@ impl RawRwSem {
                 }
                 if deadline.has_passed() {
                     let mut q = self.lock_wait();
-                    // Under the wait lock, GRANTED is final: a grant that
-                    // beat the timeout wins (as the wake does in
-                    // ARCHITECTURE contract 4).
-                    if waiter.is_granted() {
-                        return true;
-                    }
-                    self.cancel_locked(&mut q, node, &mut wakes);
+                    // Under the wait lock a grant is final: one that beat
+                    // the timeout wins (ARCHITECTURE contract 4).
+                    let kept =
+                        waiter.cancel_locked(|| self.cancel_locked(&mut q, node, &mut wakes));
                     self.finish(q, &mut wakes);
-                    return false;
+                    return kept.is_some();
                 }
             }
         })
@@ -686,7 +686,7 @@ impl RawRwSem {
                 q.upgrader = None;
                 // SAFETY: just taken out of the slot under the wait lock we
                 // hold; a record in the slot has never been granted.
-                unsafe { grant(upgrader, wakes) };
+                unsafe { Waiter::grant(upgrader, GRANTED, wakes) };
                 q.tallies.wakeups.add(1);
             }
             return;
@@ -772,7 +772,7 @@ impl RawRwSem {
                 .expect("the batch was counted in the list");
             // SAFETY: just dequeued under the wait lock we hold; a queued
             // waiter has never been granted.
-            unsafe { grant(node, wakes) };
+            unsafe { Waiter::grant(node, GRANTED, wakes) };
         }
         q.tallies.wakeups.add(records as u64);
     }

@@ -4,6 +4,7 @@
 //! "No lost grant" argument; the ordering of each step is commented next to
 //! its atomics here.
 
+use std::convert::Infallible;
 use std::pin::pin;
 use std::ptr::NonNull;
 use std::time::Duration;
@@ -16,6 +17,7 @@ use super::waiter::{Kind, Waiter};
 use crate::deadline::Deadline;
 use crate::parker;
 use crate::sync::Ordering;
+use crate::util::waiter::Slept;
 use crate::util::wake_list::WakeList;
 use crate::wait_queue::TimedOut;
 
@@ -268,7 +270,7 @@ impl RawRwSem {
         let try_only = timeout == Some(Duration::ZERO);
         let deadline = Deadline::after(timeout);
         parker::with_current(|parker| {
-            let waiter = pin!(Waiter::new(Kind::Upgrade, parker.unparker()));
+            let waiter = pin!(Waiter::new(parker.unparker(), Kind::Upgrade));
             let node = NonNull::from(&*waiter);
             let mut wakes = WakeList::new();
 
@@ -306,39 +308,34 @@ impl RawRwSem {
             self.grant_locked(&mut q, &mut wakes);
             self.finish(q, &mut wakes);
 
-            loop {
-                if waiter.is_granted() {
-                    return true;
-                }
-                parker.park_deadline(deadline);
-                if waiter.is_granted() {
-                    return true;
-                }
-                if deadline.has_passed() {
+            match waiter.sleep(parker, deadline, || None::<Infallible>) {
+                Slept::Granted(_) => true,
+                Slept::Stopped(never) => match never {},
+                Slept::DeadlinePassed => {
                     let mut q = self.lock_wait();
-                    // Under the wait lock, GRANTED is final: a grant that
-                    // beat the timeout wins.
-                    if waiter.is_granted() {
-                        return true;
-                    }
-                    q.upgrader = None;
-                    q.tallies.timeouts.add(1);
-                    if self.config.counting == Counting::AtomicCount {
-                        // Readers may come in again; if nobody else waits,
-                        // releases need not come to grant. Relaxed: routes
-                        // only (the wait lock is held).
-                        let clear = if q.list.is_empty() {
-                            WAITERS | UPGRADING | HANDOFF | NUDGED
-                        } else {
-                            UPGRADING
-                        };
-                        self.count.fetch_and(!clear, Ordering::Relaxed);
-                    }
-                    // Readers queued behind the upgrade share the lock with
-                    // us again (ARCHITECTURE contract 11): grant them now.
-                    self.grant_locked(&mut q, &mut wakes);
+                    // Under the wait lock a grant is final: one that beat
+                    // the timeout wins (ARCHITECTURE contract 4).
+                    let kept = waiter.cancel_locked(|| {
+                        q.upgrader = None;
+                        q.tallies.timeouts.add(1);
+                        if self.config.counting == Counting::AtomicCount {
+                            // Readers may come in again; if nobody else
+                            // waits, releases need not come to grant.
+                            // Relaxed: routes only (the wait lock is held).
+                            let clear = if q.list.is_empty() {
+                                WAITERS | UPGRADING | HANDOFF | NUDGED
+                            } else {
+                                UPGRADING
+                            };
+                            self.count.fetch_and(!clear, Ordering::Relaxed);
+                        }
+                        // Readers queued behind the upgrade share the lock
+                        // with us again (ARCHITECTURE contract 11): grant
+                        // them now.
+                        self.grant_locked(&mut q, &mut wakes);
+                    });
                     self.finish(q, &mut wakes);
-                    return false;
+                    kept.is_some()
                 }
             }
         })

@@ -101,7 +101,7 @@ impl WaitList {
         loop {
             // SAFETY: queued records are live while we hold the wait lock,
             // and `node` was reached through the list.
-            match unsafe { node.as_ref().kind } {
+            match unsafe { *node.as_ref().payload() } {
                 Kind::Write if readers == 0 && upgradable.is_none() => {
                     return Some(HeadBatch::Write)
                 }

@@ -126,7 +126,6 @@ impl<P, W: Wake + Clone> Waiter<P, W> {
 
     /// Whether a waker has granted this record.
     #[inline]
-    #[allow(dead_code)] // TODO(core): the rwsem port uses it
     pub(crate) fn is_granted(&self) -> bool {
         self.granted().is_some()
     }
