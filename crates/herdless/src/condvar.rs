@@ -193,6 +193,7 @@ impl RawCondvar {
 
     /// Wakes the oldest waiter, or moves it onto its mutex if that mutex is
     /// held. Returns whether there was a waiter.
+    #[inline]
     pub fn notify_one_raw(&self) -> bool {
         // Relaxed: see the module docs, "Why a notifier that skips the lock
         // misses nobody it must see".
@@ -205,6 +206,7 @@ impl RawCondvar {
     /// Wakes every waiter: moves them all onto their mutex if it is held,
     /// otherwise wakes one and moves the rest. Returns how many waiters
     /// were woken or moved.
+    #[inline]
     pub fn notify_all_raw(&self) -> usize {
         // Relaxed: as in `notify_one_raw`.
         if self.state.load(Ordering::Relaxed) == NO_WAITERS {
@@ -304,11 +306,13 @@ unsafe impl lock_api::RawCondvar for RawCondvar {
 
     /// No spurious wakeups: the result is exact (a waiter moved onto the
     /// mutex counts; one whose wait ended by timeout does not).
+    #[inline]
     fn notify_one(&self) -> bool {
         self.notify_one_raw()
     }
 
     /// No spurious wakeups: the result is exact.
+    #[inline]
     fn notify_all(&self) -> usize {
         self.notify_all_raw()
     }
