@@ -5,13 +5,17 @@
 //! `test result:` line (which counts them as passed: libtest cannot mark a
 //! test ignored at run time). A skip is never silent and never a failure.
 //!
-//! A test adopts it with one line (after `mod common;`):
+//! A test adopts it with one line (after `mod common;`, or, from a test
+//! file that does not use the rest of `common`, or from another crate's
+//! tests, `#[path = "<relative path to>/common/skip.rs"] mod skip;`; it
+//! needs only the `libc` and `rustix` crates):
 //!
 //! ```ignore
 //! let Some(uffd) = common::skip::unless_userfaultfd() else { return };
 //! // ... build with `.user_mode_only(uffd.user_mode_only())`
+//! let Some(()) = common::skip::unless_full_userfaultfd() else { return };
 //! let Some(_root) = common::skip::unless_root("it switches to user nobody") else { return };
-//! common::skip::skip("why"); // any other precondition
+//! common::skip::skip("why"); // any other precondition, then return
 //! ```
 //!
 //! What a run prints for a skipped test, and at the end of the binary:
@@ -145,12 +149,16 @@ impl UffdAccess {
     }
 }
 
+/// `UFFD_USER_MODE_ONLY` from `<linux/userfaultfd.h>` (rustix has no name
+/// for it; spelled out here so that this file needs only libc and rustix).
+const UFFD_USER_MODE_ONLY: u32 = 1;
+
 /// Opens (and closes) a userfaultfd with the given flags.
 fn try_open(user_mode_only: bool) -> Result<(), rustix::io::Errno> {
     use rustix::mm::UserfaultfdFlags as F;
     let mut flags = F::CLOEXEC | F::NONBLOCK;
     if user_mode_only {
-        flags |= F::from_bits_retain(linux_raw_sys::general::UFFD_USER_MODE_ONLY);
+        flags |= F::from_bits_retain(UFFD_USER_MODE_ONLY);
     }
     // SAFETY: the descriptor is closed at once, nothing is registered with
     // it, so no fault in this process changes behaviour.
@@ -205,6 +213,22 @@ pub fn unless_userfaultfd() -> Option<UffdAccess> {
         Ok(access) => Some(*access),
         Err(reason) => {
             skip(reason);
+            None
+        }
+    }
+}
+
+/// `Some` when this process may open a full userfaultfd (what a pager
+/// built without `user_mode_only`, such as the lab's, needs), else `None`
+/// after marking the running test skipped with the reason.
+pub fn unless_full_userfaultfd() -> Option<()> {
+    match unless_userfaultfd()? {
+        UffdAccess::Full => Some(()),
+        UffdAccess::UserModeOnly => {
+            skip(
+                "needs a full userfaultfd (root, CAP_SYS_PTRACE or vm.unprivileged_userfaultfd=1); \
+                 this process may only open a user-mode-only one",
+            );
             None
         }
     }
