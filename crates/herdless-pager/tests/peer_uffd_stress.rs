@@ -176,13 +176,10 @@ fn locking_thread(
     (started, finished): (&AtomicUsize, &AtomicBool),
     failure: &Failure,
 ) {
-    let mut counted = false;
-    let mut count_in = || {
-        if !std::mem::replace(&mut counted, true) {
-            // Release pairs with the background threads' Acquire load; it
-            // only orders their start after these pages were locked.
-            started.fetch_add(1, Ordering::Release);
-        }
+    let mut head_start = HeadStart {
+        started,
+        counted: false,
+        failure,
     };
     // Upstream: page_nr = -bounces (+ cpu * nr_pages_per_cpu unless racing).
     let mut page_nr = PAGES - mode.0 % PAGES;
@@ -199,7 +196,7 @@ fn locking_thread(
             break;
         }
         if ops == HEAD_START {
-            count_in();
+            head_start.count_in();
         }
         ops += 1;
         page_nr = (if mode.has(BOUNCE_RANDOM) {
@@ -244,7 +241,34 @@ fn locking_thread(
             break;
         }
     }
-    count_in(); // never leave the background threads waiting
+}
+
+/// A locking thread's count in `started`: once after its head start, or
+/// when it stops, also by a panic (then recorded as a failure), so that
+/// the background threads are never left waiting.
+struct HeadStart<'a> {
+    started: &'a AtomicUsize,
+    counted: bool,
+    failure: &'a Failure,
+}
+
+impl HeadStart<'_> {
+    fn count_in(&mut self) {
+        if !std::mem::replace(&mut self.counted, true) {
+            // Release pairs with the background threads' Acquire load; it
+            // only orders their start after these pages were locked.
+            self.started.fetch_add(1, Ordering::Release);
+        }
+    }
+}
+
+impl Drop for HeadStart<'_> {
+    fn drop(&mut self) {
+        if thread::panicking() {
+            self.failure.set("a locking thread panicked".to_string());
+        }
+        self.count_in();
+    }
 }
 
 /// Upstream's `background_thread`: copies this thread's share of the
@@ -319,7 +343,10 @@ fn bounce(mode: Mode, src: Vec<u8>, count_verify: &[AtomicU64]) -> Option<Vec<u8
             .map(|cpu| s.spawn(move || background_thread(pager, cpu, started, failure)))
             .collect();
         for b in background {
-            b.join().expect("a background thread panicked");
+            if b.join().is_err() {
+                // Stops the locking threads too (they watch `failure`).
+                failure.set("a background thread panicked".to_string());
+            }
         }
         // Release: see the Acquire in `locking_thread`.
         finished.store(true, Ordering::Release);
