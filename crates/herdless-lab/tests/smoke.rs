@@ -7,6 +7,10 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::time::SystemTime;
 
+// The pager tests' skip mechanism: a printed reason and a count at exit.
+#[path = "../../herdless-pager/tests/common/skip.rs"]
+mod skip;
+
 use herdless_lab::experiments;
 use herdless_lab::harness::report::{Machine, SectionReport, SCHEMA};
 use herdless_lab::harness::{run_experiment, Report, RunOptions, Suite};
@@ -234,6 +238,9 @@ fn rwsem_smoke_measures_every_variant_without_errors() {
 
 #[test]
 fn fault_around_smoke_measures_every_variant_without_errors() {
+    let Some(()) = skip::unless_full_userfaultfd() else {
+        return;
+    };
     let report = smoke_report("fault-around");
     for section in &report.experiments[0].sections {
         assert_eq!(

@@ -1,9 +1,15 @@
-//! Helpers shared by the pager's integration tests.
+//! Helpers shared by the pager's integration tests: patterns, page checks,
+//! building a pager the way this machine allows (`skip.rs`), and reading a
+//! page that may be poisoned (`sigbus.rs`).
 #![allow(dead_code)]
+
+pub mod sigbus;
+pub mod skip;
 
 use std::path::PathBuf;
 
 use herdless_pager::{Pager, PagerBuilder, PagerError};
+use skip::skip;
 
 pub const PAGE: usize = 4096;
 
@@ -17,17 +23,27 @@ pub fn pattern(len: usize, seed: u64) -> Vec<u8> {
         .collect()
 }
 
-/// Builds the pager, or returns `None` after saying why userfaultfd is
-/// unavailable here (the dedicated refusal test checks the error type).
+/// Builds the pager with the userfaultfd this process may open (full, or
+/// `UFFD_USER_MODE_ONLY` for an ordinary user), or returns `None` after
+/// marking the test skipped with the reason: no userfaultfd here, or a
+/// kernel without a feature the configuration needs. (The refusal test in
+/// `bad_input.rs` checks the error type itself.)
 pub fn build(b: PagerBuilder) -> Option<Pager> {
-    match b.build() {
+    let access = skip::unless_userfaultfd()?;
+    match b.user_mode_only(access.user_mode_only()).build() {
         Ok(p) => Some(p),
-        Err(e @ PagerError::UserfaultfdUnavailable { .. }) => {
-            eprintln!("skipping: {e}");
+        Err(e @ PagerError::FeatureUnsupported { .. }) => {
+            skip(e);
             None
         }
-        Err(e) => panic!("building the pager: {e}"),
+        Err(e) => panic!("building the pager ({access:?}): {e}"),
     }
+}
+
+/// Whether pagers built by [`build`] are user-mode-only (only meaningful
+/// once [`build`] returned a pager).
+pub fn user_mode_only() -> bool {
+    skip::unless_userfaultfd().is_some_and(|a| a.user_mode_only())
 }
 
 /// Expected byte `i` of a region served from `src` (zeros past its end).
