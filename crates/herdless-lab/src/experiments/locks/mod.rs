@@ -114,7 +114,7 @@ fn mutex_throughput() -> Section<throughput::Params> {
         "threads: in/out",
         PerSuite {
             smoke: cases(&[(2, 1, 0), (4, 5, 50)], 5),
-            quick: cases(&quick, 25),
+            quick: cases(&quick, 20),
             full: cases(&full, 100),
         },
     )
@@ -144,40 +144,58 @@ fn mutex_throughput() -> Section<throughput::Params> {
 }
 
 fn bounded_queue() -> Section<queue::Params> {
-    let cases = |rows: &[(usize, usize, usize)], interval_ms| {
+    // (producers, consumers, capacity, notify under the lock)
+    let cases = |rows: &[(usize, usize, usize, bool)], interval_ms| {
         rows.iter()
-            .map(|&(producers, consumers, capacity)| {
+            .map(|&(producers, consumers, capacity, notify_under_lock)| {
+                let locked = if notify_under_lock {
+                    ", notify locked"
+                } else {
+                    ""
+                };
                 Case::new(
-                    format!("{producers}/{consumers} cap {capacity}"),
+                    format!("{producers}/{consumers} cap {capacity}{locked}"),
                     queue::Params {
                         producers,
                         consumers,
                         capacity,
+                        notify_under_lock,
                         interval_ms,
                     },
                 )
             })
             .collect::<Vec<_>>()
     };
-    let issue_rows = [(1, 1, 1), (1, 1, 64), (4, 4, 16), (16, 16, 4)];
+    let issue_rows = [
+        (1, 1, 1, false),
+        (1, 1, 64, false),
+        (4, 4, 16, false),
+        (16, 16, 4, false),
+        (1, 1, 1, true),
+        (1, 1, 64, true),
+        (4, 4, 16, true),
+    ];
+    let mut full = Vec::new();
+    for locked in [false, true] {
+        for (p, c, cap) in [
+            (1, 1, 1),
+            (1, 1, 64),
+            (2, 2, 1),
+            (4, 4, 16),
+            (4, 1, 16),
+            (1, 4, 16),
+            (16, 16, 4),
+        ] {
+            full.push((p, c, cap, locked));
+        }
+    }
     let section = Section::new(
         "bounded queue (one Mutex, two Condvars)",
         "producers/consumers",
         PerSuite {
-            smoke: cases(&[(1, 1, 1), (2, 2, 4)], 5),
-            quick: cases(&issue_rows, 25),
-            full: cases(
-                &[
-                    (1, 1, 1),
-                    (1, 1, 64),
-                    (2, 2, 1),
-                    (4, 4, 16),
-                    (4, 1, 16),
-                    (1, 4, 16),
-                    (16, 16, 4),
-                ],
-                100,
-            ),
+            smoke: cases(&[(1, 1, 1, false), (2, 2, 4, true)], 5),
+            quick: cases(&issue_rows, 20),
+            full: cases(&full, 100),
         },
     )
     .metric(Metric::higher("items_per_s", "items/s"))

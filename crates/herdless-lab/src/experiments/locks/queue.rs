@@ -3,7 +3,9 @@
 //! fixed time; a producer waits on "not full" while the queue holds
 //! `capacity` items, a consumer on "not empty" while it is empty; each
 //! side calls `notify_one` on the other's condvar after every push or pop,
-//! after unlocking. Capacity 1 with one producer and one consumer is a
+//! just after unlocking, or (rows marked "notify locked") just before,
+//! still holding the lock: both are common, and they differ in whether the
+//! woken thread finds the lock free. Capacity 1 with one producer and one consumer is a
 //! ping-pong: every item needs a wake-up.
 //!
 //! An extra, sleeping thread of the gang times the interval, then closes the
@@ -43,6 +45,9 @@ pub struct Params {
     pub consumers: usize,
     /// Items the queue holds at most.
     pub capacity: usize,
+    /// Whether each side notifies while still holding the lock (else
+    /// just after unlocking it).
+    pub notify_under_lock: bool,
     /// Length of the timed interval, in milliseconds.
     pub interval_ms: u64,
 }
@@ -118,6 +123,9 @@ impl Workload for BoundedQueue {
                             }
                             q.items.push_back(next);
                             q.pushed += 1;
+                            if p.notify_under_lock {
+                                monitor.notify_one(NOT_EMPTY);
+                            }
                             true
                         },
                     );
@@ -126,7 +134,9 @@ impl Workload for BoundedQueue {
                         break;
                     }
                     next += 1;
-                    monitor.notify_one(NOT_EMPTY);
+                    if !p.notify_under_lock {
+                        monitor.notify_one(NOT_EMPTY);
+                    }
                 }
             } else {
                 loop {
@@ -140,6 +150,9 @@ impl Workload for BoundedQueue {
                                 if !q.closed {
                                     q.popped_in_time += 1;
                                 }
+                                if p.notify_under_lock {
+                                    monitor.notify_one(NOT_FULL);
+                                }
                             }
                             item
                         },
@@ -148,7 +161,9 @@ impl Workload for BoundedQueue {
                     if item.is_none() {
                         break;
                     }
-                    monitor.notify_one(NOT_FULL);
+                    if !p.notify_under_lock {
+                        monitor.notify_one(NOT_FULL);
+                    }
                 }
             }
             cond_waits.fetch_add(waits, Ordering::Relaxed);
