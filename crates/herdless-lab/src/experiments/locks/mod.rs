@@ -102,10 +102,11 @@ fn mutex_throughput() -> Section<throughput::Params> {
     };
     // Quick: one-round critical sections uncontended and at 2, 8 and 32
     // threads (the issue saw herdless lose at 2–16; 4 and 16 behave as 2
-    // and 8 do, and are in the full suite), and parking_lot's 5/50 at 2, 8
-    // and 32 threads; within the quick suite's time budget.
+    // and 8 do), and parking_lot's 5/50 at 8 and 32 threads, where
+    // threads outnumber CPUs; the other counts are in the full suite. This
+    // keeps the quick run near its time budget.
     let mut quick: Vec<_> = [1, 2, 8, 32].map(|t| (t, 1, 0)).to_vec();
-    quick.extend([2, 8, 32].map(|t| (t, 5, 50)));
+    quick.extend([8, 32].map(|t| (t, 5, 50)));
     let mut full = Vec::new();
     for (inside, outside) in [(1, 0), (1, 10), (5, 50), (20, 100)] {
         full.extend([1, 2, 3, 4, 6, 8, 12, 16, 24, 32].map(|t| (t, inside, outside)));
@@ -174,7 +175,6 @@ fn bounded_queue() -> Section<queue::Params> {
         (16, 16, 4, false),
         (1, 1, 1, true),
         (1, 1, 64, true),
-        (4, 4, 16, true),
     ];
     let mut full = Vec::new();
     for locked in [false, true] {
