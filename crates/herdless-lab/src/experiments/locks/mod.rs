@@ -19,9 +19,10 @@
 //! more wake calls per waiter than parking_lot in table 3 (which makes
 //! about one: each waiter woken once, by the previous one's unlock).
 //!
-//! Counted evidence, per operation: voluntary and involuntary context
-//! switches of the worker threads (`getrusage(RUSAGE_THREAD)`, every
-//! family), condvar waits (the workload counts them, every family),
+//! Counted evidence, per operation: the worker threads' CPU time (see
+//! `cpu_time`; it moves far less than wall time when other processes load
+//! the machine), their voluntary and involuntary context switches
+//! (`getrusage(RUSAGE_THREAD)`, every family), condvar waits (the workload counts them, every family),
 //! herdless's futex-table waits, wakeups and idle wakes (its `stats`
 //! feature, herdless only; see `table_stats`), and in table 3 the futex
 //! system calls of every family (a perf tracepoint counter, see
