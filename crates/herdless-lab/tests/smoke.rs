@@ -271,3 +271,59 @@ fn fault_around_smoke_measures_every_variant_without_errors() {
         }
     }
 }
+
+#[test]
+fn locks_smoke_measures_every_family_in_every_table_without_errors() {
+    let report = smoke_report("locks");
+    let exp = &report.experiments[0];
+    assert_eq!(exp.sections.len(), 3);
+    for section in &exp.sections {
+        assert_eq!(
+            variant_names(section),
+            ["herdless", "parking_lot", "std", "pthread"]
+        );
+        assert_no_errors(section);
+        // herdless counts its futex-table events (the lab builds it with
+        // `stats`); the peers count nothing there.
+        let table_metric = section
+            .metrics
+            .iter()
+            .find(|m| m.name.starts_with("table_"))
+            .expect("a herdless counter");
+        for case in &section.cases {
+            for cell in &case.cells {
+                let counted = cell.metrics.contains_key(&table_metric.name);
+                assert_eq!(counted, cell.variant == "herdless", "{}", cell.variant);
+            }
+        }
+    }
+
+    // notify_all: every waiter sleeps on the condvar at least once, and is
+    // woken (dequeued) at least once; herdless's requeue wakes one waiter
+    // and moves all the others onto the mutex, in both notify placements.
+    let broadcast = &exp.sections[2];
+    for case in &broadcast.cases {
+        let waiters = case.params["waiters"].as_f64().unwrap();
+        for cell in &case.cells {
+            let sleeps = cell.metrics["sleeps_per_waiter"].min;
+            assert!(
+                sleeps >= 1.0,
+                "{} at {}: {sleeps}",
+                cell.variant,
+                case.label
+            );
+        }
+        let herdless = &case.cells[0].metrics;
+        assert_eq!(
+            herdless["requeued_per_waiter"].median,
+            (waiters - 1.0) / waiters,
+            "{}",
+            case.label
+        );
+        assert!(
+            herdless["table_wakeups_per_waiter"].min >= 1.0,
+            "{}",
+            case.label
+        );
+    }
+}

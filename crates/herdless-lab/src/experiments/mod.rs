@@ -8,6 +8,7 @@ pub mod epoll;
 pub mod fault_around;
 pub mod futex_wake;
 pub mod herd;
+pub mod locks;
 pub mod rwsem;
 
 /// Every experiment, in the order `all` runs them.
@@ -16,6 +17,7 @@ pub fn all() -> Vec<Experiment> {
         futex_wake::experiment(),
         herd::experiment(),
         rwsem::experiment(),
+        locks::experiment(),
         epoll::experiment(),
         fault_around::experiment(),
         bounce::experiment(),

@@ -1,0 +1,308 @@
+//! `locks` (issue 14): herdless's `Mutex` and `Condvar` against the locks
+//! users run today, `parking_lot`, `std::sync` and glibc's pthreads, all
+//! four interleaved in one run, in three tables:
+//!
+//! 1. *mutex throughput*, in parking_lot's own benchmark shape (T threads,
+//!    work inside and outside the lock, a fixed interval; see
+//!    `throughput`);
+//! 2. *bounded queue*: one mutex and two condvars, `notify_one` on every
+//!    push and pop, producers × consumers × capacity (see `queue`);
+//! 3. *notify_all* to waiters that all need the mutex afterwards: how long
+//!    until every one has run, and how many futex calls and sleeps that
+//!    took per waiter (see `broadcast`).
+//!
+//! Not a seed: the lab's other experiments reproduce one kernel patch
+//! each; this one checks that the primitives built from them (seed 004's
+//! futex table, seed 001's wake-after-unlock and requeue) hold their own
+//! against the best user-space locks. Its targets: herdless at least as
+//! fast as parking_lot and as std on every row of tables 1 and 2, and no
+//! more wake calls per waiter than parking_lot in table 3 (which makes
+//! about one: each waiter woken once, by the previous one's unlock).
+//!
+//! Counted evidence, per operation: the worker threads' CPU time (see
+//! `cpu_time`; it moves far less than wall time when other processes load
+//! the machine), their voluntary and involuntary context switches
+//! (`getrusage(RUSAGE_THREAD)`, every family), condvar waits (the workload counts them, every family),
+//! herdless's futex-table waits, wakeups and idle wakes (its `stats`
+//! feature, herdless only; see `table_stats`), and in table 3 the futex
+//! system calls of every family (a perf tracepoint counter, see
+//! `futex_calls`).
+
+mod broadcast;
+mod cpu_time;
+pub mod futex_calls;
+pub mod monitor;
+mod pipe_gate;
+mod queue;
+mod table_stats;
+mod throughput;
+
+use serde::Serialize;
+
+use self::broadcast::Broadcast;
+use self::monitor::{Herdless, Monitor, ParkingLot, Pthread, Std};
+use self::queue::BoundedQueue;
+use self::throughput::Throughput;
+use crate::harness::{
+    Case, Experiment, LabError, Metric, PerSuite, Ratio, Role, Sample, Section, Variant,
+};
+
+const HERDLESS: &str = "herdless";
+const PARKING_LOT: &str = "parking_lot";
+const STD: &str = "std";
+const PTHREAD: &str = "pthread";
+
+/// A workload of this experiment, written once for every lock family.
+trait Workload {
+    /// What a row varies.
+    type Params: Serialize + Send + Sync + 'static;
+    /// What the monitor protects.
+    type Value: Send + 'static;
+
+    /// Measures `case` once with the monitor `M`.
+    fn measure<M: Monitor<Self::Value>>(case: &Case<Self::Params>) -> Result<Sample, LabError>;
+}
+
+/// The experiment.
+pub fn experiment() -> Experiment {
+    Experiment::new(
+        "locks",
+        "issue 14, herdless's Mutex and Condvar against parking_lot, std and glibc pthreads: \
+         parking_lot's mutex benchmark, a bounded queue, notify_all to waiters that need the mutex",
+    )
+    .claim(
+        "herdless's Mutex and Condvar at least as fast as parking_lot and std on every row of \
+         the mutex benchmark and the bounded queue; notify_all wakes each waiter once",
+    )
+    .mechanism(
+        "a three-state futex mutex (as glibc's and std's) that sleeps in herdless's user-space \
+         futex table, whose unlock skips the table when nobody waits (seed 004); a condvar on a \
+         sequence word whose notify_all requeues the waiters onto the mutex (seed 001's lesson)",
+    )
+    .section(mutex_throughput())
+    .section(bounded_queue())
+    .section(broadcast())
+}
+
+fn mutex_throughput() -> Section<throughput::Params> {
+    // (threads, rounds inside, rounds outside)
+    let cases = |rows: &[(usize, u32, u32)], interval_ms| {
+        rows.iter()
+            .map(|&(threads, inside, outside)| {
+                Case::new(
+                    format!("{threads}: {inside}/{outside}"),
+                    throughput::Params {
+                        threads,
+                        inside,
+                        outside,
+                        interval_ms,
+                    },
+                )
+            })
+            .collect::<Vec<_>>()
+    };
+    // Quick: one-round critical sections uncontended and at 2, 8 and 32
+    // threads (the issue saw herdless lose at 2–16; 4 and 16 behave as 2
+    // and 8 do), and parking_lot's 5/50 at 8 and 32 threads, where
+    // threads outnumber CPUs; the other counts are in the full suite. This
+    // keeps the quick run near its time budget.
+    let mut quick: Vec<_> = [1, 2, 8, 32].map(|t| (t, 1, 0)).to_vec();
+    quick.extend([8, 32].map(|t| (t, 5, 50)));
+    let mut full = Vec::new();
+    for (inside, outside) in [(1, 0), (1, 10), (5, 50), (20, 100)] {
+        full.extend([1, 2, 3, 4, 6, 8, 12, 16, 24, 32].map(|t| (t, inside, outside)));
+    }
+    let section = Section::new(
+        "mutex throughput (parking_lot's benchmark)",
+        "threads: in/out",
+        PerSuite {
+            smoke: cases(&[(2, 1, 0), (4, 5, 50)], 5),
+            quick: cases(&quick, 20),
+            full: cases(&full, 100),
+        },
+    )
+    .metric(Metric::higher("ops_per_s", "acquisitions/s"))
+    .metric(Metric::higher("slowest_share", "slowest thread / mean"))
+    .metric(Metric::lower(
+        "cpu_ns_per_op",
+        "ns of thread CPU time per op",
+    ))
+    .metric(Metric::lower(
+        "sleeps_per_kop",
+        "voluntary switches per 1k ops",
+    ))
+    .metric(Metric::lower(
+        "preempted_per_kop",
+        "involuntary switches per 1k ops",
+    ))
+    .metric(Metric::lower("table_waits_per_kop", "per 1k ops"))
+    .metric(Metric::lower("table_wakeups_per_kop", "per 1k ops"))
+    .metric(Metric::lower("idle_wakes_per_kop", "per 1k ops"))
+    .evidence(&[
+        "sleeps_per_kop",
+        "table_waits_per_kop",
+        "table_wakeups_per_kop",
+    ]);
+    with_targets(with_families::<Throughput>(section))
+}
+
+fn bounded_queue() -> Section<queue::Params> {
+    // (producers, consumers, capacity, notify under the lock)
+    let cases = |rows: &[(usize, usize, usize, bool)], interval_ms| {
+        rows.iter()
+            .map(|&(producers, consumers, capacity, notify_under_lock)| {
+                let locked = if notify_under_lock {
+                    ", notify locked"
+                } else {
+                    ""
+                };
+                Case::new(
+                    format!("{producers}/{consumers} cap {capacity}{locked}"),
+                    queue::Params {
+                        producers,
+                        consumers,
+                        capacity,
+                        notify_under_lock,
+                        interval_ms,
+                    },
+                )
+            })
+            .collect::<Vec<_>>()
+    };
+    let issue_rows = [
+        (1, 1, 1, false),
+        (1, 1, 64, false),
+        (4, 4, 16, false),
+        (16, 16, 4, false),
+        (1, 1, 1, true),
+        (1, 1, 64, true),
+    ];
+    let mut full = Vec::new();
+    for locked in [false, true] {
+        for (p, c, cap) in [
+            (1, 1, 1),
+            (1, 1, 64),
+            (2, 2, 1),
+            (4, 4, 16),
+            (4, 1, 16),
+            (1, 4, 16),
+            (16, 16, 4),
+        ] {
+            full.push((p, c, cap, locked));
+        }
+    }
+    let section = Section::new(
+        "bounded queue (one Mutex, two Condvars)",
+        "producers/consumers",
+        PerSuite {
+            smoke: cases(&[(1, 1, 1, false), (2, 2, 4, true)], 5),
+            quick: cases(&issue_rows, 20),
+            full: cases(&full, 100),
+        },
+    )
+    .metric(Metric::higher("items_per_s", "items/s"))
+    .metric(Metric::lower(
+        "cpu_ns_per_item",
+        "ns of thread CPU time per item",
+    ))
+    .metric(Metric::lower("cond_waits_per_kitem", "per 1k items"))
+    .metric(Metric::lower(
+        "sleeps_per_kitem",
+        "voluntary switches per 1k items",
+    ))
+    .metric(Metric::lower(
+        "preempted_per_kitem",
+        "involuntary switches per 1k items",
+    ))
+    .metric(Metric::lower("table_waits_per_kitem", "per 1k items"))
+    .metric(Metric::lower("table_wakeups_per_kitem", "per 1k items"))
+    .evidence(&[
+        "cond_waits_per_kitem",
+        "sleeps_per_kitem",
+        "table_waits_per_kitem",
+    ]);
+    with_targets(with_families::<BoundedQueue>(section))
+}
+
+fn broadcast() -> Section<broadcast::Params> {
+    let cases = |waiters: &[usize]| {
+        let mut out = Vec::new();
+        for &n in waiters {
+            for (how, notify_holding_lock) in [("under lock", true), ("after unlock", false)] {
+                out.push(Case::new(
+                    format!("{n} {how}"),
+                    broadcast::Params {
+                        waiters: n,
+                        notify_holding_lock,
+                    },
+                ));
+            }
+        }
+        out
+    };
+    let section = Section::new(
+        "notify_all to waiters that all need the mutex",
+        "waiters, notify",
+        PerSuite {
+            smoke: cases(&[8]),
+            quick: cases(&[64]),
+            full: cases(&[16, 64, 256]),
+        },
+    )
+    .metric(Metric::lower(
+        "time_us",
+        "µs until the last waiter holds the mutex",
+    ))
+    .metric(Metric::lower("sleeps_per_waiter", "voluntary switches"))
+    .metric(Metric::lower("futex_calls_per_waiter", "futex syscalls"))
+    .metric(Metric::lower(
+        "futex_wakes_per_waiter",
+        "waking futex syscalls",
+    ))
+    .metric(Metric::lower("table_waits_per_waiter", "after the notify"))
+    .metric(Metric::lower(
+        "table_wakeups_per_waiter",
+        "threads dequeued",
+    ))
+    .metric(Metric::lower("requeued_per_waiter", "moved to the mutex"))
+    .evidence(&[
+        "futex_wakes_per_waiter",
+        "sleeps_per_waiter",
+        "table_waits_per_waiter",
+    ]);
+    with_families::<Broadcast>(section)
+        .ratio(Ratio::of(HERDLESS, PARKING_LOT))
+        .ratio(Ratio::of(HERDLESS, STD))
+        .ratio(Ratio::of(HERDLESS, PTHREAD))
+        .ratio(
+            Ratio::of(HERDLESS, PARKING_LOT)
+                .on_metric("futex_wakes_per_waiter")
+                .at_most(1.0),
+        )
+}
+
+/// Tables 1 and 2: herdless / peer on the throughput, at least 1.0× against
+/// parking_lot and std on every row; pthread for reference.
+fn with_targets<P>(section: Section<P>) -> Section<P> {
+    section
+        .ratio(Ratio::of(HERDLESS, PARKING_LOT).at_least(1.0))
+        .ratio(Ratio::of(HERDLESS, STD).at_least(1.0))
+        .ratio(Ratio::of(HERDLESS, PTHREAD))
+}
+
+/// Adds the four families as variants, herdless first.
+fn with_families<W: Workload>(section: Section<W::Params>) -> Section<W::Params> {
+    section
+        .variant(Variant::new(HERDLESS, Role::After, |case| {
+            W::measure::<Herdless<W::Value>>(case)
+        }))
+        .variant(Variant::new(PARKING_LOT, Role::Peer, |case| {
+            W::measure::<ParkingLot<W::Value>>(case)
+        }))
+        .variant(Variant::new(STD, Role::Peer, |case| {
+            W::measure::<Std<W::Value>>(case)
+        }))
+        .variant(Variant::new(PTHREAD, Role::Peer, |case| {
+            W::measure::<Pthread<W::Value>>(case)
+        }))
+}

@@ -1,0 +1,219 @@
+//! Section "bounded queue": the textbook blocking queue on one mutex and two
+//! condvars, as users write it. P producers push and C consumers pop for a
+//! fixed time; a producer waits on "not full" while the queue holds
+//! `capacity` items, a consumer on "not empty" while it is empty; each
+//! side calls `notify_one` on the other's condvar after every push or pop,
+//! just after unlocking, or (rows marked "notify locked") just before,
+//! still holding the lock: both are common, and they differ in whether the
+//! woken thread finds the lock free. Capacity 1 with one producer and one consumer is a
+//! ping-pong: every item needs a wake-up.
+//!
+//! An extra, sleeping thread of the gang times the interval, then closes the
+//! queue under the lock and notifies everybody; consumers drain what is
+//! left. Throughput counts the items popped before the close. Every item
+//! pushed must be popped by the end, or the sample fails (a lost item is a
+//! broken lock or condvar). A worker still running [`PATIENCE`] after the
+//! close is a lost wakeup: the sample fails as stuck, after the timer has
+//! notified again until everybody left, so the run goes on.
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+
+use super::cpu_time::thread_cpu_ns;
+use super::monitor::{Cv, Monitor};
+use super::table_stats::table_delta;
+use super::Workload;
+use crate::harness::gang::gang;
+use crate::harness::patience::PATIENCE;
+use crate::harness::{Case, LabError, Sample};
+
+const NOT_EMPTY: Cv = Cv::First;
+const NOT_FULL: Cv = Cv::Second;
+
+/// How often the timer looks whether everybody left after the close.
+const DRAIN_POLL: Duration = Duration::from_micros(200);
+
+/// Parameters of one row.
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct Params {
+    /// Producer threads.
+    pub producers: usize,
+    /// Consumer threads.
+    pub consumers: usize,
+    /// Items the queue holds at most.
+    pub capacity: usize,
+    /// Whether each side notifies while still holding the lock (else
+    /// just after unlocking it).
+    pub notify_under_lock: bool,
+    /// Length of the timed interval, in milliseconds.
+    pub interval_ms: u64,
+}
+
+/// The queue and its bookkeeping, all under the lock.
+pub struct Queue {
+    items: VecDeque<u64>,
+    capacity: usize,
+    closed: bool,
+    pushed: u64,
+    popped: u64,
+    /// Items popped before the close: the throughput's numerator.
+    popped_in_time: u64,
+}
+
+/// The workload.
+pub struct BoundedQueue;
+
+impl Workload for BoundedQueue {
+    type Params = Params;
+    type Value = Queue;
+
+    fn measure<M: Monitor<Queue>>(case: &Case<Params>) -> Result<Sample, LabError> {
+        let p = case.params;
+        let monitor = M::boxed(Queue {
+            items: VecDeque::with_capacity(p.capacity),
+            capacity: p.capacity,
+            closed: false,
+            pushed: 0,
+            popped: 0,
+            popped_in_time: 0,
+        })?;
+        let monitor = &*monitor;
+        let workers = p.producers + p.consumers;
+        let cond_waits = AtomicU64::new(0);
+        let left = AtomicUsize::new(0);
+        let interval_ns = AtomicU64::new(0);
+        let cpu_ns = AtomicU64::new(0);
+        let stuck = AtomicU64::new(0);
+        let before = M::table_stats();
+        let run = gang(workers + 1, |i| {
+            let mut waits = 0;
+            if i == workers {
+                let start = Instant::now();
+                std::thread::sleep(Duration::from_millis(p.interval_ms));
+                monitor.with(|q| q.closed = true);
+                interval_ns.store(start.elapsed().as_nanos() as u64, Ordering::Relaxed);
+                monitor.notify_all(NOT_EMPTY);
+                monitor.notify_all(NOT_FULL);
+                let closed = Instant::now();
+                while left.load(Ordering::Acquire) < workers {
+                    if closed.elapsed() > PATIENCE {
+                        // A lost wakeup: record it, and unblock the
+                        // stranded thread so the gang can end.
+                        stuck.store(1, Ordering::Relaxed);
+                        monitor.notify_all(NOT_EMPTY);
+                        monitor.notify_all(NOT_FULL);
+                    }
+                    std::thread::sleep(DRAIN_POLL);
+                }
+                return;
+            }
+            let cpu_start = thread_cpu_ns();
+            if i < p.producers {
+                let mut next = 0u64;
+                loop {
+                    let (pushed, w) = monitor.wait_then(
+                        NOT_FULL,
+                        |q| q.items.len() >= q.capacity && !q.closed,
+                        |q| {
+                            if q.closed {
+                                return false;
+                            }
+                            q.items.push_back(next);
+                            q.pushed += 1;
+                            if p.notify_under_lock {
+                                monitor.notify_one(NOT_EMPTY);
+                            }
+                            true
+                        },
+                    );
+                    waits += w;
+                    if !pushed {
+                        break;
+                    }
+                    next += 1;
+                    if !p.notify_under_lock {
+                        monitor.notify_one(NOT_EMPTY);
+                    }
+                }
+            } else {
+                loop {
+                    let (item, w) = monitor.wait_then(
+                        NOT_EMPTY,
+                        |q| q.items.is_empty() && !q.closed,
+                        |q| {
+                            let item = q.items.pop_front();
+                            if item.is_some() {
+                                q.popped += 1;
+                                if !q.closed {
+                                    q.popped_in_time += 1;
+                                }
+                                if p.notify_under_lock {
+                                    monitor.notify_one(NOT_FULL);
+                                }
+                            }
+                            item
+                        },
+                    );
+                    waits += w;
+                    if item.is_none() {
+                        break;
+                    }
+                    if !p.notify_under_lock {
+                        monitor.notify_one(NOT_FULL);
+                    }
+                }
+            }
+            cond_waits.fetch_add(waits, Ordering::Relaxed);
+            cpu_ns.fetch_add(thread_cpu_ns() - cpu_start, Ordering::Relaxed);
+            // Release: the timer's Acquire load sees every worker done.
+            left.fetch_add(1, Ordering::Release);
+        })?;
+        let table = table_delta(before, M::table_stats());
+
+        if stuck.load(Ordering::Relaxed) != 0 {
+            return Err(LabError::Stuck {
+                what: "a worker of the closed queue (a lost wakeup)".into(),
+                after: PATIENCE,
+            });
+        }
+        let (pushed, popped, in_time, left_over) =
+            monitor.with(|q| (q.pushed, q.popped, q.popped_in_time, q.items.len()));
+        if pushed != popped || left_over != 0 {
+            return Err(LabError::Sample(format!(
+                "{pushed} items pushed, {popped} popped, {left_over} left: the queue lost items"
+            )));
+        }
+        if in_time == 0 {
+            return Err(LabError::Sample("no item went through in time".into()));
+        }
+        let seconds = interval_ns.load(Ordering::Relaxed) as f64 / 1e9;
+        let kitems = in_time as f64 / 1e3;
+        let mut sample = Sample::new()
+            .with("items_per_s", in_time as f64 / seconds)
+            .with(
+                "cpu_ns_per_item",
+                cpu_ns.load(Ordering::Relaxed) as f64 / in_time as f64,
+            )
+            .with(
+                "cond_waits_per_kitem",
+                cond_waits.load(Ordering::Relaxed) as f64 / kitems,
+            )
+            .with(
+                "sleeps_per_kitem",
+                run.usage.voluntary_switches as f64 / kitems,
+            )
+            .with(
+                "preempted_per_kitem",
+                run.usage.involuntary_switches as f64 / kitems,
+            );
+        if let Some(t) = table {
+            sample = sample
+                .with("table_waits_per_kitem", t.waits as f64 / kitems)
+                .with("table_wakeups_per_kitem", t.wakeups as f64 / kitems);
+        }
+        Ok(sample)
+    }
+}

@@ -1,0 +1,135 @@
+//! Section "mutex throughput", in the shape of parking_lot's own benchmark
+//! (`benchmark/src/bin/mutex.rs`): T threads loop for a fixed time, each
+//! iteration taking the lock for `inside` rounds of work on the shared
+//! value and then doing `outside` rounds on a local one; throughput is the
+//! lock acquisitions per second over the interval.
+//!
+//! The work is parking_lot's: one round is `shared += value; shared *=
+//! 1.01; value = shared` (a dependent floating-point add and multiply)
+//! inside, the same on a local value outside. The interval is timed by an
+//! extra, sleeping thread of the gang, which raises the stop flag the
+//! workers read once per iteration (as parking_lot's main thread does).
+//! Every acquisition also bumps a counter under the lock; a total that
+//! differs from the iterations the threads counted fails the sample (a
+//! broken lock is never a fast one).
+
+use std::hint::black_box;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+
+use super::cpu_time::thread_cpu_ns;
+use super::monitor::Monitor;
+use super::table_stats::table_delta;
+use super::Workload;
+use crate::harness::gang::gang;
+use crate::harness::{Case, LabError, Sample};
+
+/// Parameters of one row.
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct Params {
+    /// Threads taking the lock.
+    pub threads: usize,
+    /// Rounds of work inside the lock.
+    pub inside: u32,
+    /// Rounds of work between acquisitions.
+    pub outside: u32,
+    /// Length of the timed interval, in milliseconds.
+    pub interval_ms: u64,
+}
+
+/// What the lock protects.
+#[derive(Default)]
+pub struct Shared {
+    value: f64,
+    acquisitions: u64,
+}
+
+/// The workload.
+pub struct Throughput;
+
+impl Workload for Throughput {
+    type Params = Params;
+    type Value = Shared;
+
+    fn measure<M: Monitor<Shared>>(case: &Case<Params>) -> Result<Sample, LabError> {
+        let p = case.params;
+        let monitor = M::boxed(Shared::default())?;
+        let monitor = &*monitor;
+        let stop = AtomicBool::new(false);
+        let counts: Vec<AtomicU64> = (0..p.threads).map(|_| AtomicU64::new(0)).collect();
+        let interval_ns = AtomicU64::new(0);
+        let cpu_ns = AtomicU64::new(0);
+        let before = M::table_stats();
+        let run = gang(p.threads + 1, |i| {
+            if i == p.threads {
+                // The timer: it sleeps, so it takes no CPU from the workers.
+                let start = Instant::now();
+                std::thread::sleep(Duration::from_millis(p.interval_ms));
+                stop.store(true, Ordering::Relaxed);
+                interval_ns.store(start.elapsed().as_nanos() as u64, Ordering::Relaxed);
+                return;
+            }
+            let cpu_start = thread_cpu_ns();
+            let (mut value, mut local) = (0.0f64, 0.0f64);
+            let mut iterations = 0u64;
+            while !stop.load(Ordering::Relaxed) {
+                monitor.with(|s| {
+                    for _ in 0..p.inside {
+                        s.value += value;
+                        s.value *= 1.01;
+                        value = s.value;
+                    }
+                    s.acquisitions += 1;
+                });
+                for _ in 0..p.outside {
+                    local += value;
+                    local *= 1.01;
+                    value = local;
+                }
+                iterations += 1;
+            }
+            black_box(value);
+            counts[i].store(iterations, Ordering::Relaxed);
+            cpu_ns.fetch_add(thread_cpu_ns() - cpu_start, Ordering::Relaxed);
+        })?;
+        let table = table_delta(before, M::table_stats());
+
+        let counts: Vec<u64> = counts.iter().map(|c| c.load(Ordering::Relaxed)).collect();
+        let total: u64 = counts.iter().sum();
+        let under_lock = monitor.with(|s| s.acquisitions);
+        if under_lock != total {
+            return Err(LabError::Sample(format!(
+                "{total} acquisitions counted by the threads, {under_lock} under the lock: \
+                 the lock is broken"
+            )));
+        }
+        if total == 0 {
+            return Err(LabError::Sample("no thread took the lock in time".into()));
+        }
+        let seconds = interval_ns.load(Ordering::Relaxed) as f64 / 1e9;
+        let kops = total as f64 / 1e3;
+        let mean = total as f64 / p.threads as f64;
+        let slowest = counts.iter().copied().min().unwrap_or(0) as f64;
+        let mut sample = Sample::new()
+            .with("ops_per_s", total as f64 / seconds)
+            .with("slowest_share", slowest / mean)
+            .with(
+                "cpu_ns_per_op",
+                cpu_ns.load(Ordering::Relaxed) as f64 / total as f64,
+            )
+            .with("sleeps_per_kop", run.usage.voluntary_switches as f64 / kops)
+            .with(
+                "preempted_per_kop",
+                run.usage.involuntary_switches as f64 / kops,
+            );
+        if let Some(t) = table {
+            sample = sample
+                .with("table_waits_per_kop", t.waits as f64 / kops)
+                .with("table_wakeups_per_kop", t.wakeups as f64 / kops)
+                .with("idle_wakes_per_kop", t.wakes_skipped as f64 / kops);
+        }
+        Ok(sample)
+    }
+}
