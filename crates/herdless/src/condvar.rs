@@ -155,9 +155,15 @@ impl RawCondvar {
                 // Timed out on the mutex word: a notify had already moved
                 // us there, so we were notified.
                 requeued = key_now != key;
-                if !requeued && was_last {
-                    // Relaxed: under the condvar's bucket lock.
-                    self.state.store(NO_WAITERS, Ordering::Relaxed);
+                if was_last {
+                    if requeued {
+                        // The mutex's last sleeper left: PARKED is exact
+                        // (under the mutex word's bucket lock, held here).
+                        RawMutex::clear_parked(mutex.word());
+                    } else {
+                        // Relaxed: under the condvar's bucket lock.
+                        self.state.store(NO_WAITERS, Ordering::Relaxed);
+                    }
                 }
             },
             Deadline::after(timeout),
@@ -176,15 +182,15 @@ impl RawCondvar {
                         "a condvar waiter was moved onto a mutex it does not use"
                     );
                 }
-                // Moved onto the mutex, then handed it by a fair unlock:
-                // it is ours already.
+                // Moved onto the mutex, then handed it by its unlock: it
+                // is ours already.
                 if token != HANDOFF {
-                    mutex.acquire_contended(Deadline::Never);
+                    mutex.acquire();
                 }
                 false
             }
             Parked::TimedOut => {
-                mutex.acquire_contended(Deadline::Never);
+                mutex.acquire();
                 !requeued
             }
             Parked::Invalid => unreachable!("the condvar's validate always queues"),
@@ -245,7 +251,7 @@ impl RawCondvar {
                     // queued waiter borrows its mutex for the whole wait:
                     // the word is live while we hold the lock.
                     let word = unsafe { &*(mutex as *const AtomicU32) };
-                    let held = RawMutex::mark_contended_if_held(word);
+                    let held = RawMutex::mark_parked_if_locked(word);
                     // A held mutex: move them all; its holder's unlock wakes
                     // the first. A free one: wake one, it starts the chain.
                     let wake = usize::from(!held);
@@ -254,10 +260,16 @@ impl RawCondvar {
                         requeue: n - wake.min(n),
                     })
                 },
-                |_, have_more| {
+                |done, have_more| {
                     if !have_more {
                         // Relaxed: under the condvar's bucket lock.
                         self.state.store(NO_WAITERS, Ordering::Relaxed);
+                    }
+                    if done.requeued > 0 {
+                        // Moved onto a mutex that may be free: whoever
+                        // takes it next must wake them when it unlocks.
+                        // SAFETY: as in `validate`: still under the locks.
+                        RawMutex::mark_parked(unsafe { &*(mutex as *const AtomicU32) });
                     }
                 },
             );

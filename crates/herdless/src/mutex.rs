@@ -1,19 +1,49 @@
-//! A futex mutex on the [`FutexTable`], plugged into `lock_api` 0.5.
+//! A mutual-exclusion lock with `lock_api` guards, sleeping in the
+//! [`FutexTable`]: use it as `parking_lot::Mutex` (same API, plus
+//! `unlock_fair`/`bump` and timed locks).
 //!
-//! The state word has three values (Drepper's "mutex3", as in glibc and musl):
+//! Seed lineage: 004 (its sleepers park in the futex table, whose
+//! waiter-count check keeps wakes that find nobody lock-free) and 001 (its
+//! unlock wakes after the table's bucket lock is dropped).
+//!
+//! # The state word (parking_lot's raw mutex)
 //! ```text
-//!   0  unlocked
-//!   1  locked, nobody sleeps         fast path: CAS 0 -> 1, unlock: no syscall
-//!   2  locked, sleepers may exist    set by a thread about to sleep; unlock wakes one
+//!   bit 0  LOCKED   a thread holds the lock
+//!   bit 1  PARKED   threads sleep in the table on this word (exact)
 //! ```
-//! A thread that wakes from the table relocks with a swap to 2, because it
-//! cannot know whether others still sleep. That rule is also what makes
-//! [`Condvar::notify_all`](crate::Condvar)'s requeue safe: every thread woken
-//! off the mutex word holds the lock in state 2, so its unlock wakes the next
-//! requeued thread, and the chain never stalls.
+//! | bit | set by | cleared by | under the bucket lock? |
+//! |---|---|---|---|
+//! | LOCKED | the fast path (CAS 0 -> 1), a slow-path CAS | `unlock` (CAS 1 -> 0, or the slow unlock's store) | slow unlock: yes |
+//! | PARKED | a thread about to park (CAS); a condvar moving waiters onto the word | the unlock that wakes the last sleeper; the last sleeper leaving on timeout | clear: yes; set: the condvar's yes, the parker's no (its park validates under the lock) |
 //!
-//! Sleeping and waking go through [`FutexTable::global`], so an unlock with
-//! nobody asleep costs no lock and no syscall (seed 004).
+//! PARKED is exact, not a "sleepers may exist" hint: it is cleared under
+//! the bucket lock by whoever removes the last sleeper, and a thread sets
+//! it before it parks and then validates under that lock that the word
+//! still reads LOCKED | PARKED. So an unlock takes the slow path only when
+//! somebody really sleeps, and a spinning thread stops spinning exactly
+//! when somebody sleeps (so it does not barge past sleepers forever).
+//! The 3-state word this replaces ("2: sleepers may exist", relocked as 2
+//! after every wake) stayed 2 after the last sleeper left; the lab's
+//! `locks` experiment counted its cost at 2–32 threads on 2 CPUs: 11–30
+//! futex-table parks and 19 wakes that found nobody per 1,000 operations,
+//! and 0.3–0.7× parking_lot's throughput.
+//!
+//! # Why no sleeper is left behind
+//! A parker validates `state == LOCKED | PARKED` under the bucket lock, so
+//! an unlock (which, seeing PARKED, takes that lock to wake) either ran
+//! before (the word changed: the parker does not sleep and retries) or runs
+//! after the parker is queued (and finds it). The unlock stores the new
+//! word under the same lock: PARKED stays set exactly when sleepers remain
+//! (`have_more`). Loom models in `tests/loom_futex.rs`.
+//!
+//! # Spinning, fairness
+//! A thread that finds the lock held spins briefly (2, 4, 8 spin-loop
+//! hints) then yields the CPU up to 7 times (parking_lot's `SpinWait`),
+//! but only while nobody sleeps; then it parks. Unlocks are unfair (a
+//! running thread may take the lock ahead of a woken one: no convoy), but
+//! every 0.5 ms per table bucket an unlock that wakes a sleeper hands it
+//! the lock directly (eventual fairness, as parking_lot), and
+//! [`unlock_fair`](lock_api::MutexGuard::unlock_fair) always does.
 
 use std::time::Duration;
 #[cfg(not(loom))]
@@ -22,24 +52,52 @@ use std::time::Instant;
 use std::num::NonZeroU32;
 
 use crate::deadline::Deadline;
-use crate::futex::{address, FutexTable, Parked};
+use crate::futex::{address, FutexTable, Parked, Unparked};
 use crate::sync::{AtomicU32, Ordering};
 use crate::util::waiter::GRANTED;
 
-const UNLOCKED: u32 = 0;
+/// A thread holds the lock.
 const LOCKED: u32 = 1;
-const CONTENDED: u32 = 2;
+/// Threads sleep on the word (exact; see the module docs).
+const PARKED: u32 = 2;
 
-/// Loads (each followed by a spin-loop hint, about 27 ns here) that a
-/// thread spends waiting for a running holder before it sleeps: std's
-/// futex mutex uses the same 100.
-const SPIN_LIMIT: u32 = 100;
-
-/// The grant token of a fair unlock: "the lock is yours, still held".
+/// The grant token of a hand-off: "the lock is yours, still held".
 pub(crate) const HANDOFF: NonZeroU32 = match NonZeroU32::new(2) {
     Some(token) => token,
     None => unreachable!(),
 };
+
+/// parking_lot_core's `SpinWait`: three rounds of exponential spinning (2,
+/// 4, 8 spin-loop hints), then up to seven `yield_now`, then give up. On 2
+/// CPUs with 8–32 threads, yielding lets the holder run instead of
+/// burning its CPU (the lab's `locks` experiment: with std's 100 spinning
+/// loads instead, 1.4× the CPU per operation at 32 threads and convoys).
+struct SpinWait {
+    rounds: u32,
+}
+
+impl SpinWait {
+    const fn new() -> Self {
+        SpinWait { rounds: 0 }
+    }
+
+    /// Spins or yields once; `false` once the budget is spent (time to
+    /// park). Under loom never spins: loom explores the parking paths.
+    fn spin(&mut self) -> bool {
+        if cfg!(loom) || self.rounds >= 10 {
+            return false;
+        }
+        self.rounds += 1;
+        if self.rounds <= 3 {
+            for _ in 0..1u32 << self.rounds {
+                std::hint::spin_loop();
+            }
+        } else {
+            std::thread::yield_now();
+        }
+        true
+    }
+}
 
 /// The raw mutex. Use it through [`Mutex`].
 #[derive(Debug)]
@@ -72,7 +130,7 @@ impl RawMutex {
     #[cfg(not(loom))]
     pub const fn new() -> Self {
         RawMutex {
-            state: AtomicU32::new(UNLOCKED),
+            state: AtomicU32::new(0),
         }
     }
 
@@ -80,75 +138,28 @@ impl RawMutex {
     #[cfg(loom)]
     pub fn new() -> Self {
         RawMutex {
-            state: AtomicU32::new(UNLOCKED),
+            state: AtomicU32::new(0),
         }
     }
 
-    /// The futex word; the condvar requeues its waiters onto it.
+    /// The futex word; the condvar moves its waiters onto it.
     pub(crate) fn word(&self) -> &AtomicU32 {
         &self.state
     }
 
-    /// Tries once to take the lock.
+    /// Tries once to take the lock (it may be free with sleepers queued:
+    /// then they stay queued and PARKED stays set).
     #[inline]
     pub fn try_acquire(&self) -> bool {
-        // Acquire pairs with the Release in `release`.
-        self.state
-            .compare_exchange(UNLOCKED, LOCKED, Ordering::Acquire, Ordering::Relaxed)
-            .is_ok()
-    }
-
-    /// Takes the lock, sleeping if needed.
-    #[inline]
-    pub fn acquire(&self) {
-        if !self.try_acquire() {
-            self.acquire_slow(Deadline::Never);
-        }
-    }
-
-    /// Takes the lock unless `timeout` elapses first. `None` and
-    /// `Duration::MAX` wait forever; zero tries once.
-    pub fn acquire_timeout(&self, timeout: Option<Duration>) -> bool {
-        if self.try_acquire() {
-            return true;
-        }
-        if timeout == Some(Duration::ZERO) {
-            // Nothing to wait for: no spin, no sleep, no mark on the word.
-            return false;
-        }
-        self.acquire_slow(Deadline::after(timeout))
-    }
-
-    /// Spins while another thread holds the lock and nobody sleeps on it
-    /// (state 1), for at most [`SPIN_LIMIT`] rounds; returns the state seen
-    /// last. It stops at once on 2: once a thread sleeps, a newcomer that
-    /// keeps spinning would barge past it at every unlock and send it back
-    /// to sleep (measured in the lab's `locks` experiment: convoys at 8–32
-    /// threads on 2 CPUs, 1.4–14 sleeps per 1k operations against
-    /// std's and parking_lot's < 0.3, with a spin that ignored sleepers).
-    /// It only loads, so the word's cache line is shared while it spins.
-    fn spin(&self) -> u32 {
-        let mut left = if cfg!(loom) { 0 } else { SPIN_LIMIT };
+        let mut state = self.state.load(Ordering::Relaxed);
         loop {
-            // Relaxed: a hint; the swap or CAS that acts on it orders.
-            let state = self.state.load(Ordering::Relaxed);
-            if state != LOCKED || left == 0 {
-                return state;
+            if state & LOCKED != 0 {
+                return false;
             }
-            std::hint::spin_loop();
-            left -= 1;
-        }
-    }
-
-    #[cold]
-    fn acquire_slow(&self, deadline: Deadline) -> bool {
-        let mut state = self.spin();
-        if state == UNLOCKED {
-            // Free and nobody asleep: take it as the fast path would.
-            // Acquire as in `try_acquire`.
-            match self.state.compare_exchange(
-                UNLOCKED,
-                LOCKED,
+            // Acquire pairs with the Release of the unlock that freed it.
+            match self.state.compare_exchange_weak(
+                state,
+                state | LOCKED,
                 Ordering::Acquire,
                 Ordering::Relaxed,
             ) {
@@ -156,49 +167,99 @@ impl RawMutex {
                 Err(now) => state = now,
             }
         }
-        self.acquire_contended_from(state, deadline)
     }
 
-    /// Takes the lock marking it contended: the path of a thread that has
-    /// slept (here or on a condvar) and may not be the last sleeper.
-    pub(crate) fn acquire_contended(&self, deadline: Deadline) -> bool {
-        self.acquire_contended_from(self.spin(), deadline)
+    /// Takes the lock, sleeping if needed.
+    #[inline]
+    pub fn acquire(&self) {
+        // Acquire as in `try_acquire`.
+        if self
+            .state
+            .compare_exchange_weak(0, LOCKED, Ordering::Acquire, Ordering::Relaxed)
+            .is_err()
+        {
+            self.acquire_slow(Deadline::Never);
+        }
     }
 
-    /// The sleeping loop, from the state last seen: mark the lock
-    /// contended (2) and take it if that finds it free, else sleep on the
-    /// word while it reads 2, and after each wake spin again before trying
-    /// (std's futex mutex does the same).
-    fn acquire_contended_from(&self, mut state: u32, deadline: Deadline) -> bool {
+    /// Takes the lock unless `timeout` elapses first. `None` and
+    /// `Duration::MAX` wait forever; zero tries once (no spin, no sleep).
+    pub fn acquire_timeout(&self, timeout: Option<Duration>) -> bool {
+        if self.try_acquire() {
+            return true;
+        }
+        if timeout == Some(Duration::ZERO) {
+            return false;
+        }
+        self.acquire_slow(Deadline::after(timeout))
+    }
+
+    /// Spins, then parks until the lock is taken or `deadline` passes.
+    #[cold]
+    fn acquire_slow(&self, deadline: Deadline) -> bool {
         let key = address(&self.state);
+        let mut spin = SpinWait::new();
+        let mut state = self.state.load(Ordering::Relaxed);
         loop {
-            // Skip the write if the word reads 2 already: the park below
-            // checks it again under the bucket lock. Acquire as in
-            // `try_acquire`.
-            if state != CONTENDED && self.state.swap(CONTENDED, Ordering::Acquire) == UNLOCKED {
-                return true;
+            if state & LOCKED == 0 {
+                // Free (sleepers may be queued: PARKED stays as it is).
+                // Acquire as in `try_acquire`.
+                match self.state.compare_exchange_weak(
+                    state,
+                    state | LOCKED,
+                    Ordering::Acquire,
+                    Ordering::Relaxed,
+                ) {
+                    Ok(_) => return true,
+                    Err(now) => state = now,
+                }
+                continue;
             }
-            // Relaxed: the futex rule (ARCHITECTURE contract 1); a release
-            // that stored UNLOCKED before our check is seen here or wakes
-            // us.
+            // Spin only while nobody sleeps: past a sleeper, a spinner
+            // would take the lock ahead of it at every unlock.
+            if state & PARKED == 0 && spin.spin() {
+                state = self.state.load(Ordering::Relaxed);
+                continue;
+            }
+            // Announce that we are about to sleep: the holder's unlock must
+            // take the slow path. Relaxed: the park validates under the
+            // bucket lock, which orders it against that unlock.
+            if state & PARKED == 0 {
+                if let Err(now) = self.state.compare_exchange_weak(
+                    state,
+                    state | PARKED,
+                    Ordering::Relaxed,
+                    Ordering::Relaxed,
+                ) {
+                    state = now;
+                    continue;
+                }
+            }
             let parked = FutexTable::global().park(
                 key,
-                || self.state.load(Ordering::Relaxed) == CONTENDED,
+                // Under the bucket lock: still held with PARKED set (an
+                // unlock that ran since changed the word: look again).
+                || self.state.load(Ordering::Relaxed) == LOCKED | PARKED,
                 || {},
-                |_, _| {},
+                |_, was_last| {
+                    if was_last {
+                        // The last sleeper gave up: PARKED is exact.
+                        Self::clear_parked(&self.state);
+                    }
+                },
                 deadline,
                 false,
             );
             match parked {
-                // A fair unlock handed the lock to us: it stayed held, and
-                // the grant's Release/Acquire orders the previous holder's
-                // critical section before ours.
+                // The unlocker handed us the lock (fair unlock, or the
+                // bucket's fairness period was over): held, and the grant's
+                // Release/Acquire orders its critical section before ours.
                 Parked::Unparked { token, .. } if token == HANDOFF => return true,
-                Parked::Unparked { .. } | Parked::Invalid => state = self.spin(),
-                // Our swap may have left the word at 2 with nobody asleep:
-                // that costs the holder one spare wake, nothing more.
+                Parked::Unparked { .. } | Parked::Invalid => {}
                 Parked::TimedOut => return false,
             }
+            spin = SpinWait::new();
+            state = self.state.load(Ordering::Relaxed);
         }
     }
 
@@ -208,10 +269,16 @@ impl RawMutex {
     /// The caller holds the lock.
     #[inline]
     pub unsafe fn release(&self) {
-        // Release pairs with the Acquire of the next owner.
-        if self.state.swap(UNLOCKED, Ordering::Release) == CONTENDED {
-            FutexTable::global().wake(&self.state, 1);
+        // Nobody sleeps: one CAS. Release pairs with the next owner's
+        // Acquire.
+        if self
+            .state
+            .compare_exchange(LOCKED, 0, Ordering::Release, Ordering::Relaxed)
+            .is_ok()
+        {
+            return;
         }
+        self.release_slow(false);
     }
 
     /// Releases the lock *fairly*: if a thread sleeps on it, the lock is
@@ -222,63 +289,84 @@ impl RawMutex {
     /// # Safety
     /// The caller holds the lock.
     pub unsafe fn release_fair(&self) {
-        // Nobody sleeps (state 1): a plain release is fair. Release as in
-        // `release`.
+        // Release as in `release`.
         if self
             .state
-            .compare_exchange(LOCKED, UNLOCKED, Ordering::Release, Ordering::Relaxed)
+            .compare_exchange(LOCKED, 0, Ordering::Release, Ordering::Relaxed)
             .is_ok()
         {
             return;
         }
-        FutexTable::global().unpark_one(address(&self.state), |found| {
-            // Under the bucket lock of the mutex word: a thread about to
-            // sleep on it validates the word under this same lock, so it
-            // sees what we store here.
-            if found.unparked == 0 {
-                // Nobody was asleep after all: release. Release as above.
-                self.state.store(UNLOCKED, Ordering::Release);
-                return GRANTED;
+        self.release_slow(true);
+    }
+
+    /// The unlock with PARKED set: under the bucket lock, wake the oldest
+    /// sleeper and store the new word (PARKED kept exactly when sleepers
+    /// remain). With `fair`, or when the bucket's fairness period is over,
+    /// the lock passes to the woken thread still held.
+    #[cold]
+    fn release_slow(&self, fair: bool) {
+        FutexTable::global().unpark_one(address(&self.state), |found: Unparked| {
+            // Under the bucket lock of the word: a parker validates the word
+            // under this same lock, so it sees what we store here.
+            let parked = if found.have_more { PARKED } else { 0 };
+            if found.unparked != 0 && (fair || found.be_fair) {
+                // Still LOCKED: the woken thread owns it (token HANDOFF).
+                // Relaxed: the grant (Release) publishes our critical
+                // section to the new owner.
+                self.state.store(LOCKED | parked, Ordering::Relaxed);
+                return HANDOFF;
             }
-            if !found.have_more {
-                // The new owner is the last sleeper: its release need not
-                // wake anyone (a thread that sleeps later swaps in 2).
-                // Relaxed: the lock stays held; the hand-off's grant
-                // (Release) orders our critical section before the next.
-                self.state.store(LOCKED, Ordering::Relaxed);
-            }
-            HANDOFF
+            // Release pairs with the next owner's Acquire.
+            self.state.store(parked, Ordering::Release);
+            GRANTED
         });
     }
 
-    /// If the mutex with futex word `word` is held, marks it contended so
-    /// that its holder's unlock wakes a sleeper; returns whether it is held.
-    /// The condvar calls it, under the bucket locks of a requeue, before it
-    /// moves waiters onto the word (ARCHITECTURE contract 5).
-    pub(crate) fn mark_contended_if_held(word: &AtomicU32) -> bool {
-        // Relaxed: the word's RMWs have one modification order. If our CAS
-        // comes before the holder's release swap, the swap reads CONTENDED
-        // and wakes; that wake's fence (B) comes after our requeue's
-        // announce and fence (the swap reads from our CAS), so it sees the
-        // target bucket counted and serialises with the requeue on the
-        // bucket lock. If the swap comes first, we read UNLOCKED and the
+    /// If the mutex with futex word `word` is held, marks it PARKED so that
+    /// its holder's unlock takes the slow path and wakes a sleeper; returns
+    /// whether it is held. The condvar calls it under the bucket locks of a
+    /// requeue, before it moves waiters onto the word (ARCHITECTURE
+    /// contract 5).
+    pub(crate) fn mark_parked_if_locked(word: &AtomicU32) -> bool {
+        // Relaxed: the holder's unlock is a CAS LOCKED -> 0 that fails once
+        // PARKED is set, and its slow path takes the word's bucket lock,
+        // which we hold: it runs after our requeue and finds the waiters.
+        // If the unlock's CAS came first, we read the lock free and the
         // requeue wakes a waiter instead.
-        let mut seen = word.load(Ordering::Relaxed);
+        let mut state = word.load(Ordering::Relaxed);
         loop {
-            match seen {
-                UNLOCKED => return false,
-                CONTENDED => return true,
-                _ => match word.compare_exchange_weak(
-                    seen,
-                    CONTENDED,
-                    Ordering::Relaxed,
-                    Ordering::Relaxed,
-                ) {
-                    Ok(_) => return true,
-                    Err(now) => seen = now,
-                },
+            if state & LOCKED == 0 {
+                return false;
+            }
+            if state & PARKED != 0 {
+                return true;
+            }
+            match word.compare_exchange_weak(
+                state,
+                state | PARKED,
+                Ordering::Relaxed,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => return true,
+                Err(now) => state = now,
             }
         }
+    }
+
+    /// Marks the word PARKED after a condvar moved waiters onto a free
+    /// mutex: whoever takes it next unlocks through the slow path and
+    /// wakes them. Called under the word's bucket lock.
+    pub(crate) fn mark_parked(word: &AtomicU32) {
+        // Relaxed: as in `mark_parked_if_locked`.
+        word.fetch_or(PARKED, Ordering::Relaxed);
+    }
+
+    /// Clears PARKED when the word's last sleeper left on a timeout; the
+    /// caller holds the word's bucket lock.
+    pub(crate) fn clear_parked(word: &AtomicU32) {
+        // Relaxed: under the bucket lock, as every clear.
+        word.fetch_and(!PARKED, Ordering::Relaxed);
     }
 
     /// Threads asleep on this mutex right now (a snapshot, for diagnostics
@@ -289,12 +377,13 @@ impl RawMutex {
 
     /// Whether the lock is held by someone.
     pub fn is_held(&self) -> bool {
-        self.state.load(Ordering::Relaxed) != UNLOCKED
+        self.state.load(Ordering::Relaxed) & LOCKED != 0
     }
 }
 
-// SAFETY: `lock`/`try_lock` grant exclusive ownership (CAS or swap from 0
-// with Acquire) until `unlock` releases it with Release.
+// SAFETY: `lock`/`try_lock` grant exclusive ownership (a CAS setting LOCKED
+// with Acquire, or a hand-off grant) until `unlock` releases it with
+// Release (or hands it over with a grant).
 #[cfg(not(loom))]
 unsafe impl lock_api::RawMutex for RawMutex {
     #[allow(clippy::declare_interior_mutable_const)]
@@ -338,7 +427,7 @@ unsafe impl lock_api::RawMutexFair for RawMutex {
         // Yield only to a sleeper; with nobody asleep there is nobody to be
         // fair to. Relaxed: a hint; a sleeper that arrives just after we
         // looked will get the lock at our next unlock.
-        if self.state.load(Ordering::Relaxed) == CONTENDED {
+        if self.state.load(Ordering::Relaxed) & PARKED != 0 {
             // SAFETY: the guard proves the lock is held; we take it back
             // before returning, as the trait requires.
             unsafe { self.release_fair() };

@@ -321,3 +321,108 @@ fn fair_unlock_hands_over_without_losing_the_lock() {
         assert_eq!(FutexTable::global().total_waiters(), 0);
     });
 }
+
+/// The mutex's PARKED bit is exact: three threads contend, the unlocks
+/// that wake keep PARKED while sleepers remain, and nobody is stranded
+/// (a loom deadlock) or lets two in at once (the count).
+#[test]
+fn parked_bit_never_strands_a_sleeper() {
+    model(2, || {
+        let shared = Arc::new((RawMutex::new(), AtomicU32::new(0)));
+        let threads: Vec<_> = (0..2)
+            .map(|_| {
+                let shared = shared.clone();
+                thread::spawn(move || {
+                    let (m, count) = &*shared;
+                    m.acquire();
+                    let n = count.load(Ordering::Relaxed);
+                    count.store(n + 1, Ordering::Relaxed);
+                    // SAFETY: we hold `m`.
+                    unsafe { m.release() };
+                })
+            })
+            .collect();
+        let (m, count) = &*shared;
+        m.acquire();
+        let n = count.load(Ordering::Relaxed);
+        count.store(n + 1, Ordering::Relaxed);
+        // SAFETY: we hold `m`.
+        unsafe { m.release() };
+        for t in threads {
+            t.join().unwrap();
+        }
+        assert_eq!(count.load(Ordering::Relaxed), 3);
+        assert!(!m.is_held());
+        assert_eq!(FutexTable::global().total_waiters(), 0);
+    });
+}
+
+/// A timed lock whose deadline races the holder's unlock: it either gets
+/// the lock (then releases it) or leaves, clearing PARKED if it was the
+/// last sleeper; a second locker is never stranded either way.
+#[test]
+fn timed_lock_racing_the_unlock_strands_nobody() {
+    model(2, || {
+        let m = Arc::new(RawMutex::new());
+        m.acquire();
+        let timed = {
+            let m = m.clone();
+            thread::spawn(move || {
+                if m.acquire_timeout(Some(std::time::Duration::from_secs(1))) {
+                    // SAFETY: we hold it.
+                    unsafe { m.release() };
+                }
+            })
+        };
+        let plain = {
+            let m = m.clone();
+            thread::spawn(move || {
+                m.acquire();
+                // SAFETY: we hold it.
+                unsafe { m.release() };
+            })
+        };
+        // SAFETY: we hold it.
+        unsafe { m.release() };
+        timed.join().unwrap();
+        plain.join().unwrap();
+        assert!(!m.is_held());
+        assert_eq!(FutexTable::global().total_waiters(), 0);
+    });
+}
+
+/// `notify_all` after the unlock, with two waiters: the mutex is free, so
+/// one waiter is woken and the other moved onto the mutex, which must then
+/// read PARKED so that the woken one's unlock wakes it (a loom deadlock
+/// otherwise).
+#[test]
+fn notify_all_after_the_unlock_moves_waiters_onto_a_free_mutex_safely() {
+    model(2, || {
+        let shared = Arc::new((RawMutex::new(), RawCondvar::new(), AtomicU32::new(0)));
+        let waiters: Vec<_> = (0..2)
+            .map(|_| {
+                let shared = shared.clone();
+                thread::spawn(move || {
+                    let (m, c, flag) = &*shared;
+                    m.acquire();
+                    while flag.load(Ordering::Relaxed) == 0 {
+                        // SAFETY: we hold `m`.
+                        unsafe { c.wait_raw(m, None) };
+                    }
+                    // SAFETY: we hold `m`.
+                    unsafe { m.release() };
+                })
+            })
+            .collect();
+        let (m, c, flag) = &*shared;
+        m.acquire();
+        flag.store(1, Ordering::Relaxed);
+        // SAFETY: we hold `m`.
+        unsafe { m.release() };
+        c.notify_all_raw();
+        for w in waiters {
+            w.join().unwrap();
+        }
+        assert_eq!(FutexTable::global().total_waiters(), 0);
+    });
+}

@@ -56,6 +56,10 @@ pub(crate) struct Unparked {
     pub(crate) unparked: usize,
     /// Whether waiters of the key remain queued after them.
     pub(crate) have_more: bool,
+    /// Whether a lock should hand itself over fairly this time (the
+    /// bucket's eventual-fairness period is over; see
+    /// `Queue::due_for_fairness`). Only set when a waiter was found.
+    pub(crate) be_fair: bool,
 }
 
 /// What a requeue's `validate` decided, under both bucket locks.
@@ -141,7 +145,7 @@ impl FutexTable {
             // unpark removed it (its grant is the last touch) or after we
             // removed it ourselves under its bucket lock (`cancel`, also on
             // an unwinding `before_sleep`).
-            unsafe { queue.push_back(node) };
+            unsafe { queue.list.push_back(node) };
             drop(queue);
 
             let mut guard = CancelOnUnwind {
@@ -188,7 +192,7 @@ impl FutexTable {
             // SAFETY (of the unlink): not granted (checked under the lock
             // by `cancel_locked`), so still in this bucket's list, which we
             // hold locked.
-            let kept = waiter.cancel_locked(|| unsafe { queue.remove(node) });
+            let kept = waiter.cancel_locked(|| unsafe { queue.list.remove(node) });
             if let Some(token) = kept {
                 // The wake wins a tie (contract 4): it has dequeued us and
                 // withdrawn us from the count already.
@@ -273,9 +277,11 @@ impl FutexTable {
             }
             Some(_) => {
                 let node = cursor.unlink_current();
+                let have_more = cursor.has_more();
                 let result = Unparked {
                     unparked: 1,
-                    have_more: cursor.has_more(),
+                    have_more,
+                    be_fair: queue.due_for_fairness(),
                 };
                 let token = decide(result);
                 // SAFETY: just unlinked under the bucket lock we hold; a
@@ -415,7 +421,7 @@ impl FutexTable {
                 // the target list, whose lock we also hold, and leaves it
                 // as any record does (an unpark, or its own cancel, which
                 // follows `bucket` below to this lock).
-                unsafe { to_queue.push_back(node) };
+                unsafe { to_queue.list.push_back(node) };
                 source.withdraw(1);
                 // Written under both locks; a cancelling waiter re-reads it
                 // under the lock it took.
