@@ -68,7 +68,7 @@ use rustix::event::{poll, PollFd, PollFlags};
 use rustix::io::Errno;
 
 use crate::page_state::{self, PageStates, DISCARDED, INSTALLING, MISSING, PRESENT};
-use crate::source::PageSource;
+use crate::source::{GuardedSource, SourceFailure};
 use crate::stats::Counters;
 use crate::uffd::{Fill, Msg, Uffd, MSG_SIZE};
 use crate::{HandlerMode, PagerError};
@@ -101,6 +101,32 @@ enum Copied {
     SourceFault { at: usize },
 }
 
+/// Pages `[first, first + n)` claimed by the current thread: if a panic
+/// unwinds past their fill, the guard gives them back and wakes them, so a
+/// thread faulting on one is never left asleep (invariant W). A fill that
+/// returns normally has answered every page itself, and the guard does
+/// nothing.
+pub(crate) struct ClaimGuard<'a> {
+    sh: &'a Shared,
+    first: usize,
+    n: usize,
+}
+
+impl<'a> ClaimGuard<'a> {
+    /// Guards the claims `[first, first + n)`, just made by the caller.
+    pub(crate) fn new(sh: &'a Shared, first: usize, n: usize) -> Self {
+        ClaimGuard { sh, first, n }
+    }
+}
+
+impl Drop for ClaimGuard<'_> {
+    fn drop(&mut self) {
+        if std::thread::panicking() && self.n > 0 {
+            self.sh.release_and_wake(self.first, self.n);
+        }
+    }
+}
+
 /// Everything the handler threads share with the [`Pager`](crate::Pager).
 pub(crate) struct Shared {
     pub(crate) uffd: Uffd,
@@ -110,7 +136,7 @@ pub(crate) struct Shared {
     pub(crate) page: usize,
     /// Fault-around window in pages (1: off).
     pub(crate) window_pages: usize,
-    pub(crate) source: Box<dyn PageSource>,
+    pub(crate) source: GuardedSource,
     pub(crate) source_len: u64,
     /// Pages holding at least one source byte (clipped to the region):
     /// nothing at or past this page is ever filled from the source.
@@ -284,50 +310,54 @@ impl Shared {
 
     /// [`fill_run`](Self::fill_run) through `scratch`: one read of the run
     /// (blocking for the pages that must be served, `read_nowait` for the
-    /// rest), then one copy.
+    /// rest), then one copy of the prefix the source gave. Where the source
+    /// fails part-way (a file that shrank), the pages it gave are copied,
+    /// the first page it could not give is poisoned if it must be served
+    /// (the faulting page, or any page of a `populate`), and the rest are
+    /// given back: never a page filled with anything but the source's
+    /// bytes, and zeros only past the source's end in its last page.
     fn fill_from_reads(&self, first: usize, n: usize, ask: Ask, scratch: &mut [u8]) {
         let off = first * self.page;
         let bytes = n * self.page;
         let avail = usize::try_from(self.source_len - off as u64).map_or(bytes, |a| a.min(bytes));
         let buf = &mut scratch[..bytes];
-        let got = match ask {
-            Ask::Blocking => match self.source.read_at(off as u64, &mut buf[..avail]) {
-                Ok(()) => avail,
-                Err(e) => return self.source_failed(first, n, off as u64, e),
-            },
+        let (got, failure) = match ask {
+            Ask::Blocking => self.read_prefix(off as u64, &mut buf[..avail]),
             // A neighbour the source cannot give is simply not taken; the
             // demand path reports errors.
-            Ask::NoWait => self
-                .source
-                .read_nowait(off as u64, &mut buf[..avail])
-                .unwrap_or(0),
+            Ask::NoWait => (self.read_nowait(off as u64, &mut buf[..avail]), None),
             Ask::Demand => {
                 // One read for the whole run if the source has the faulting
                 // page without blocking; else a blocking read of that page
                 // and a non-blocking one of the rest.
                 let head = avail.min(self.page);
-                let got = self
-                    .source
-                    .read_nowait(off as u64, &mut buf[..avail])
-                    .unwrap_or(0);
+                let got = self.read_nowait(off as u64, &mut buf[..avail]);
                 if got >= head {
-                    got
-                } else if let Err(e) = self.source.read_at(off as u64, &mut buf[..head]) {
-                    if n > 1 {
-                        self.release_and_wake(first + 1, n - 1);
-                    }
-                    return self.source_failed(first, 1, off as u64, e);
+                    (got, None)
                 } else {
-                    head + self
-                        .source
-                        .read_nowait((off + head) as u64, &mut buf[head..avail])
-                        .unwrap_or(0)
+                    match self.read_prefix(off as u64, &mut buf[..head]) {
+                        (_, Some(f)) => (0, Some(f)),
+                        (_, None) => {
+                            let rest = self.read_nowait((off + head) as u64, &mut buf[head..avail]);
+                            (head + rest, None)
+                        }
+                    }
                 }
             }
         };
         let ready = self.pages_of(got, avail);
         if ready < n {
-            self.release_and_wake(first + ready, n - ready);
+            // The page the source failed on, if it must be answered now.
+            let failed = failure.map(|f| (first + ready, f));
+            match failed {
+                Some((p, f)) => {
+                    if p + 1 < first + n {
+                        self.release_and_wake(p + 1, first + n - p - 1);
+                    }
+                    self.source_failed(p, 1, (p * self.page) as u64, f);
+                }
+                None => self.release_and_wake(first + ready, n - ready),
+            }
         }
         if ready == 0 {
             return;
@@ -345,6 +375,41 @@ impl Shared {
                 ));
                 self.release_and_wake(at, first + ready - at);
             }
+        }
+    }
+
+    /// A blocking read of `buf` from `offset`: the bytes read from the
+    /// start, and why the source stopped short, if it did. A run that fails
+    /// as a whole is read again page by page, so a failure past its first
+    /// page keeps the pages before it.
+    fn read_prefix(&self, offset: u64, buf: &mut [u8]) -> (usize, Option<SourceFailure>) {
+        let first = match self.source.read_at(offset, buf) {
+            Ok(()) => return (buf.len(), None),
+            Err(f) => f,
+        };
+        if buf.len() <= self.page || matches!(first, SourceFailure::Panicked(_)) {
+            return (0, Some(first));
+        }
+        let mut done = 0;
+        for chunk in buf.chunks_mut(self.page) {
+            if let Err(f) = self.source.read_at(offset + done as u64, chunk) {
+                return (done, Some(f));
+            }
+            done += chunk.len();
+        }
+        (done, None)
+    }
+
+    /// `read_nowait`: the prefix the source has without blocking; an error
+    /// means none (a panic is also reported).
+    fn read_nowait(&self, offset: u64, buf: &mut [u8]) -> usize {
+        match self.source.read_nowait(offset, buf) {
+            Ok(n) => n,
+            Err(f @ SourceFailure::Panicked(_)) => {
+                self.report(f.into_error("read_nowait", offset));
+                0
+            }
+            Err(SourceFailure::Io(_)) => 0,
         }
     }
 
@@ -450,10 +515,18 @@ impl Shared {
     /// The source could not give the faulting page: poison it (the access
     /// gets `SIGBUS`, as a failed read of a mapped file does) or, without
     /// `UFFDIO_POISON`, map zeros; report the error either way.
-    fn source_failed(&self, first: usize, n: usize, offset: u64, e: std::io::Error) {
+    fn source_failed(&self, first: usize, n: usize, offset: u64, f: SourceFailure) {
         let c = &self.counters;
         c.add(&c.source_errors, 1);
-        self.report(PagerError::SourceRead { offset, source: e });
+        self.report(f.into_error("read_at", offset));
+        self.answer_unserved(first, n);
+    }
+
+    /// Answers the claimed pages `[first, first + n)`, which could not be
+    /// filled from the source, with poison (zeros without `UFFDIO_POISON`),
+    /// gives the claims back and wakes whatever was not filled (W).
+    fn answer_unserved(&self, first: usize, n: usize) {
+        let c = &self.counters;
         let (addr, len) = (self.page_addr(first), n * self.page);
         let filled = if self.can_poison {
             let r = self.uffd.poison(addr, len);
@@ -471,6 +544,21 @@ impl Shared {
         }
         if !matches!(filled, Ok(Fill::Done)) {
             self.wake(first, n);
+        }
+    }
+
+    /// Answers the fault on `page` after a panic while serving it: poison
+    /// if it is still missing, else a wake (its owner, if it is being
+    /// filled, answers it: W).
+    fn answer_after_panic(&self, page: usize) {
+        match page_state::kind(self.states.load(page)) {
+            MISSING => {
+                if self.states.claim(page) {
+                    self.answer_unserved(page, 1);
+                }
+            }
+            INSTALLING => {}
+            _ => self.wake(page, 1),
         }
     }
 
@@ -517,6 +605,7 @@ impl Shared {
                         while q < end && self.states.claim(q) {
                             q += 1;
                         }
+                        let _guard = ClaimGuard::new(self, page, q - page);
                         return self.fill_run(page, q - page, Ask::Demand, scratch);
                     }
                     // Lost the claim to another installer: look again.
@@ -558,6 +647,7 @@ impl Shared {
             }
             // `i` is unclaimed (or the end): the next loop turn skips or
             // retries it.
+            let _guard = ClaimGuard::new(self, first, i - first);
             self.fill_run(first, i - first, Ask::NoWait, scratch);
         }
     }
@@ -647,30 +737,70 @@ impl Shared {
                     });
                 }
             }
-            self.on_fault(page, scratch);
-            c.record_latency(t0.elapsed());
-            if self.window_pages > 1 && page < self.source_pages {
-                self.fault_around(page, scratch);
+            // A panic here is a bug in the pager (a source's panics are
+            // caught where it is called): the fault is still answered, the
+            // claims were given back by their guards, and the handler goes
+            // on serving.
+            let served = catch_unwind(AssertUnwindSafe(|| {
+                self.on_fault(page, scratch);
+                c.record_latency(t0.elapsed());
+                if self.window_pages > 1 && page < self.source_pages {
+                    self.fault_around(page, scratch);
+                }
+            }));
+            if served.is_err() {
+                self.report(PagerError::HandlerPanicked(idx));
+                self.answer_after_panic(page);
             }
         }
         exit
     }
 }
 
+/// A handler thread's buffers, allocated before it starts (so that a
+/// failure is an error of the builder, not an abort in the thread).
+pub(crate) struct Buffers {
+    msgs: Vec<u8>,
+    scratch: Vec<u8>,
+}
+
+impl Buffers {
+    /// Buffers for a handler serving windows of `window_pages` pages.
+    pub(crate) fn new(window_pages: usize, page: usize) -> Result<Self, PagerError> {
+        let zeroed = |len: usize| -> Result<Vec<u8>, PagerError> {
+            let mut v = Vec::new();
+            v.try_reserve_exact(len).map_err(|_| {
+                PagerError::syscall(
+                    "allocating a handler's buffers",
+                    std::io::Error::from(std::io::ErrorKind::OutOfMemory),
+                )
+            })?;
+            v.resize(len, 0);
+            Ok(v)
+        };
+        Ok(Buffers {
+            msgs: zeroed(MSG_SIZE * BATCH)?,
+            scratch: zeroed(window_pages * page)?,
+        })
+    }
+}
+
 /// A handler thread's body: serve until stopped.
-pub(crate) fn run(sh: &Shared, idx: usize, mode: HandlerMode) {
-    let result = catch_unwind(AssertUnwindSafe(|| serve_loop(sh, idx, mode)));
+pub(crate) fn run(sh: &Shared, idx: usize, mode: HandlerMode, bufs: Buffers) {
+    let result = catch_unwind(AssertUnwindSafe(|| serve_loop(sh, idx, mode, bufs)));
     if result.is_err() {
         sh.report(PagerError::HandlerPanicked(idx));
         sh.alive.fetch_sub(1, Ordering::AcqRel);
     }
 }
 
-fn serve_loop(sh: &Shared, idx: usize, mode: HandlerMode) {
+fn serve_loop(sh: &Shared, idx: usize, mode: HandlerMode, bufs: Buffers) {
     let tid = rustix::thread::gettid().as_raw_nonzero().get() as u32;
     sh.handler_tids[idx].store(tid, Ordering::Release);
-    let mut msgs = vec![0u8; MSG_SIZE * BATCH];
-    let mut scratch = vec![0u8; sh.window_pages * sh.page];
+    let Buffers {
+        mut msgs,
+        mut scratch,
+    } = bufs;
     let mut stopping = false;
     loop {
         if mode == HandlerMode::Poll && !stopping {

@@ -44,9 +44,11 @@
 //! per-page state of `page_state.rs` keeps two threads from filling one
 //! page), and never resurrects discarded data: a `MADV_DONTNEED`d page
 //! reads as zeros (see `handler.rs` for the race with an in-flight fill).
-//! A failed source read poisons the faulting page (`SIGBUS` on access,
-//! where the kernel has `UFFDIO_POISON`) and is reported, never left
-//! hanging. See `pager.rs` for shutdown and why a pager cannot be dropped
+//! A failed source read, or a `PageSource` method that panics, poisons the
+//! faulting page (`SIGBUS` on access, where the kernel has `UFFDIO_POISON`)
+//! and is reported, never left hanging; a file that shrank reads as a
+//! mapping of it would (its last page's bytes then zeros, `SIGBUS` past
+//! it), whatever the window. See `pager.rs` for shutdown and why a pager cannot be dropped
 //! while threads fault on it.
 //!
 //! Files: `uffd.rs` (system calls), `page_state.rs` (per-page states),
@@ -65,6 +67,8 @@ mod stats;
 mod uffd;
 
 pub use error::PagerError;
-pub use pager::{HandlerMode, Pager, PagerBuilder, DEFAULT_FAULT_AROUND};
+pub use pager::{
+    HandlerMode, Pager, PagerBuilder, DEFAULT_FAULT_AROUND, MAX_FAULT_AROUND, MAX_HANDLERS,
+};
 pub use source::{FileSource, MemSource, PageSource, ZeroSource};
 pub use stats::{Latency, PagerStats};

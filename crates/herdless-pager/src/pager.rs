@@ -22,15 +22,24 @@ use std::thread::JoinHandle;
 use linux_raw_sys::general as uapi;
 use rustix::mm::{Advice, MapFlags, ProtFlags};
 
-use crate::handler::{self, Ask, Shared};
+use crate::handler::{self, Ask, Buffers, ClaimGuard, Shared};
 use crate::page_state::PageStates;
-use crate::source::{PageSource, ZeroSource};
+use crate::source::{GuardedSource, PageSource, ZeroSource};
 use crate::stats::{Counters, PagerStats};
 use crate::uffd::{self, Uffd};
 use crate::PagerError;
 
 /// Default fault-around window: 64 KiB, the kernel's `fault_around_bytes`.
 pub const DEFAULT_FAULT_AROUND: usize = 64 << 10;
+
+/// The largest fault-around window: 2 MiB, one page table of 4 KiB pages,
+/// the kernel's own cap on `fault_around_bytes`. A window larger than the
+/// region is served as the region (rounded up to a power of two).
+pub const MAX_FAULT_AROUND: usize = 2 << 20;
+
+/// The most handler threads a pager starts. They all wait on one
+/// userfaultfd; past a few per CPU they only contend.
+pub const MAX_HANDLERS: usize = 1024;
 
 /// How handler threads wait for faults (seed 000).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -65,13 +74,14 @@ impl PagerBuilder {
     }
 
     /// The fault-around window in bytes: a power of two, at least a page
-    /// (one page turns fault-around off). Default [`DEFAULT_FAULT_AROUND`].
+    /// (one page turns fault-around off), at most [`MAX_FAULT_AROUND`].
+    /// Default [`DEFAULT_FAULT_AROUND`].
     pub fn fault_around(mut self, bytes: usize) -> Self {
         self.window = bytes;
         self
     }
 
-    /// Handler threads (default 1). A source that may touch the region
+    /// Handler threads (default 1, at most [`MAX_HANDLERS`]). A source that may touch the region
     /// ([`PageSource::may_touch_region`], true for sources other than the
     /// built-in ones) gets at least two, so that a handler touching the
     /// region is served by the other and reported rather than deadlocked.
@@ -132,12 +142,25 @@ impl PagerBuilder {
                 page,
             });
         }
+        if self.window > MAX_FAULT_AROUND {
+            return Err(PagerError::WindowTooLarge {
+                window: self.window,
+                max: MAX_FAULT_AROUND,
+            });
+        }
         if self.handlers == 0 {
             return Err(PagerError::NoHandlers);
         }
-        let source = self
-            .source
-            .unwrap_or_else(|| Box::new(ZeroSource::new(len as u64)));
+        if self.handlers > MAX_HANDLERS {
+            return Err(PagerError::TooManyHandlers {
+                asked: self.handlers,
+                max: MAX_HANDLERS,
+            });
+        }
+        let source = GuardedSource::new(
+            self.source
+                .unwrap_or_else(|| Box::new(ZeroSource::new(len as u64))),
+        )?;
         if self.handlers == 1 && source.may_touch_region() {
             self.handlers = 2;
         }
@@ -242,7 +265,8 @@ impl PagerBuilder {
             base: region.addr(),
             len,
             page,
-            window_pages: self.window / page,
+            // A window past the region would only size buffers.
+            window_pages: (self.window / page).min(pages.next_power_of_two()),
             source,
             source_len,
             source_pages,
@@ -295,23 +319,44 @@ impl PagerBuilder {
                         }
                     }
                 })
-                .map_err(|e| PagerError::syscall("spawning the zapper thread", e))?,
+                .map_err(|source| PagerError::ThreadSpawn {
+                    what: "the zapper thread",
+                    started: 0,
+                    source,
+                })?,
         );
-        for i in 0..self.handlers {
+        let window_pages = pager.shared.window_pages;
+        let mut buffers = Vec::with_capacity(self.handlers);
+        for _ in 0..self.handlers {
+            match Buffers::new(window_pages, page) {
+                Ok(b) => buffers.push(b),
+                Err(e) => {
+                    pager.shared.alive.store(0, Ordering::Release);
+                    return Err(e);
+                }
+            }
+        }
+        for (i, bufs) in buffers.into_iter().enumerate() {
             let sh = Arc::clone(&pager.shared);
             let mode = self.mode;
             let spawned = std::thread::Builder::new()
                 .name(format!("pager-handler-{i}"))
-                .spawn(move || handler::run(&sh, i, mode));
+                .spawn(move || handler::run(&sh, i, mode, bufs));
             match spawned {
                 Ok(h) => pager.handlers.push(h),
-                Err(e) => {
-                    // Those never started will not count themselves down.
+                Err(source) => {
+                    // Those never started will not count themselves down;
+                    // dropping `pager` stops the zapper and the `i` handlers
+                    // started, and unmaps everything.
                     pager
                         .shared
                         .alive
                         .fetch_sub(self.handlers - i, Ordering::AcqRel);
-                    return Err(PagerError::syscall("spawning a handler thread", e));
+                    return Err(PagerError::ThreadSpawn {
+                        what: "a handler thread",
+                        started: i + 1, // the zapper and `i` handlers
+                        source,
+                    });
                 }
             }
         }
@@ -522,6 +567,7 @@ impl Pager {
             while i < p1 && i - first < run_max && sh.states.claim(i) {
                 i += 1;
             }
+            let _guard = ClaimGuard::new(sh, first, i - first);
             sh.fill_run(first, i - first, Ask::Blocking, &mut scratch);
         }
         let after = self.shared.counters.snapshot(&[]).pages_populated;
