@@ -43,17 +43,19 @@
 //! overwrites a page already present (`UFFDIO_COPY` refuses, and the
 //! per-page state of `page_state.rs` keeps two threads from filling one
 //! page), and never resurrects discarded data: a `MADV_DONTNEED`d page
-//! reads as zeros (see `handler.rs` for the race with an in-flight fill).
+//! reads as zeros (see `handler/discard.rs` for the race with an in-flight fill).
 //! A failed source read, or a `PageSource` method that panics, poisons the
 //! faulting page (`SIGBUS` on access, where the kernel has `UFFDIO_POISON`)
 //! and is reported, never left hanging; a file that shrank reads as a
 //! mapping of it would (its last page's bytes then zeros, `SIGBUS` past
-//! it), whatever the window. See `pager.rs` for shutdown and why a pager cannot be dropped
+//! it), whatever the window. See `pager/mod.rs` for shutdown and why a pager cannot be dropped
 //! while threads fault on it.
 //!
 //! Files: `uffd.rs` (system calls), `page_state.rs` (per-page states),
-//! `handler.rs` (fault path), `pager.rs` (builder, lifecycle),
-//! `source/` (sources; `file_map.rs` the mapping a file is copied from),
+//! `handler/` (the fault path: threads, one fault, fills, discards),
+//! `pager/` (builder, checks, registration, threads, lifecycle),
+//! `source/` (sources; `file_map.rs` the mapping a file is copied from,
+//! `guarded.rs` the calls into a source with its panics caught),
 //! `stats.rs`, `error.rs`.
 
 #![warn(missing_docs)]

@@ -159,7 +159,7 @@ pub struct PagerStats {
     pub discard_events: u64,
     /// Pages those events covered.
     pub pages_discarded: u64,
-    /// Pages discarded again because a fill raced a discard (see `handler.rs`).
+    /// Pages discarded again because a fill raced a discard (see `handler/discard.rs`).
     pub rezaps: u64,
     /// Source reads that failed while serving a fault.
     pub source_errors: u64,
