@@ -32,14 +32,14 @@ impl PagerBuilder {
     }
 
     /// The fault-around window in bytes: a power of two, at least a page
-    /// (one page turns fault-around off), at most [`MAX_FAULT_AROUND`].
-    /// Default [`DEFAULT_FAULT_AROUND`].
+    /// (one page turns fault-around off), at most [`MAX_FAULT_AROUND`](crate::MAX_FAULT_AROUND).
+    /// Default [`DEFAULT_FAULT_AROUND`](crate::DEFAULT_FAULT_AROUND).
     pub fn fault_around(mut self, bytes: usize) -> Self {
         self.window = bytes;
         self
     }
 
-    /// Handler threads (default 1, at most [`MAX_HANDLERS`]). A source that may touch the region
+    /// Handler threads (default 1, at most [`MAX_HANDLERS`](crate::MAX_HANDLERS)). A source that may touch the region
     /// ([`PageSource::may_touch_region`], true for sources other than the
     /// built-in ones) gets at least two, so that a handler touching the
     /// region is served by the other and reported rather than deadlocked.

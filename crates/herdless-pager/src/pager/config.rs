@@ -17,7 +17,7 @@ pub(crate) fn check_length(len: usize, page: usize) -> Result<(), PagerError> {
 }
 
 /// A fault-around window in bytes: a power of two, from one page to
-/// [`MAX_FAULT_AROUND`].
+/// [`MAX_FAULT_AROUND`](crate::MAX_FAULT_AROUND).
 pub(crate) fn check_window(window: usize, page: usize) -> Result<(), PagerError> {
     if !window.is_power_of_two() {
         return Err(PagerError::WindowNotPowerOfTwo { window });
@@ -40,7 +40,7 @@ pub(crate) fn window_pages(window: usize, page: usize, pages: usize) -> usize {
     (window / page).min(pages.next_power_of_two())
 }
 
-/// A handler count: from 1 to [`MAX_HANDLERS`].
+/// A handler count: from 1 to [`MAX_HANDLERS`](crate::MAX_HANDLERS).
 pub(crate) fn check_handlers(handlers: usize) -> Result<(), PagerError> {
     if handlers == 0 {
         return Err(PagerError::NoHandlers);
