@@ -63,7 +63,7 @@ pub enum HandlerMode {
     Poll,
 }
 
-/// A region of memory filled on demand from a [`PageSource`] by handler
+/// A region of memory filled on demand from a [`PageSource`](crate::PageSource) by handler
 /// threads, with fault-around. See the crate documentation.
 pub struct Pager {
     shared: Arc<Shared>,
