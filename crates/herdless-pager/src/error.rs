@@ -152,6 +152,16 @@ pub enum PagerError {
         /// Offset of the access in the region.
         offset: usize,
     },
+    /// A thread faulted at an address the userfaultfd covers but no region
+    /// served does (a VMM registered more memory than it described). The
+    /// fault was answered with a poisoned page (zeros without
+    /// `UFFDIO_POISON`), so the thread gets `SIGBUS` rather than waiting
+    /// forever.
+    #[error("a fault at {address:#x}, outside every region served: answered with a poisoned page")]
+    FaultOutsideRegions {
+        /// The faulting address.
+        address: usize,
+    },
     /// A range given to [`Pager::discard`](crate::Pager::discard) or
     /// [`Pager::populate`](crate::Pager::populate) is out of the region or
     /// not page-aligned.

@@ -64,9 +64,13 @@ mod error;
 mod handler;
 mod page_state;
 mod pager;
+pub mod restore;
 mod source;
+mod space;
 mod stats;
 mod uffd;
+#[doc(hidden)]
+pub mod vmm;
 
 pub use error::PagerError;
 pub use pager::{

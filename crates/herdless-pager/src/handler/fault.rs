@@ -28,14 +28,13 @@ impl Shared {
                     return;
                 }
                 PRESENT | DISCARDED if !self.minor => return self.zero_fill(page),
-                _ if page >= self.source_pages => return self.zero_fill(page),
+                _ if !self.space.has_source(page) => return self.zero_fill(page),
                 MISSING => {
                     if self.states.claim(page) {
                         // The faulting page and the window's pages after it
                         // that we can claim, in one run: one copy fills them
                         // all and wakes the faulting thread.
-                        let window_end = (page & !(self.window_pages - 1)) + self.window_pages;
-                        let end = window_end.min(self.source_pages);
+                        let end = self.space.window(page, self.window_pages).end;
                         let mut q = page + 1;
                         while q < end && self.states.claim(q) {
                             q += 1;
@@ -55,9 +54,8 @@ impl Shared {
     /// Fault-around: fills the window's other missing pages that the
     /// source has without blocking, in contiguous claimed runs.
     pub(super) fn fault_around(&self, page: usize, scratch: &mut [u8]) {
-        let start = page & !(self.window_pages - 1);
-        let end = (start + self.window_pages).min(self.source_pages);
-        let mut i = start;
+        let window = self.space.window(page, self.window_pages);
+        let (mut i, end) = (window.start, window.end);
         while i < end {
             if i == page || !self.states.claim(i) {
                 i += 1;
@@ -89,7 +87,7 @@ impl Shared {
                 self.wake(page, 1);
             }
             Err(e) => {
-                self.report(PagerError::syscall("UFFDIO_ZEROPAGE", e));
+                self.ioctl_failed("UFFDIO_ZEROPAGE", e);
                 self.wake(page, 1);
             }
         }
@@ -118,6 +116,23 @@ impl Shared {
             Ok(_) | Err(_) => {
                 c.add(&c.eexist, 1);
                 self.wake(page, 1);
+            }
+        }
+    }
+
+    /// Answers a fault at `address`, in a range registered with the
+    /// userfaultfd but in none of the regions served (a VMM that registered
+    /// more than it described): with poison (zeros without
+    /// `UFFDIO_POISON`), so the thread is not left waiting and does not
+    /// fault forever, and reports it. Nothing is read from the source.
+    pub(super) fn on_unmapped_fault(&self, address: usize) {
+        let c = &self.counters;
+        c.add(&c.unmapped_faults, 1);
+        self.report(PagerError::FaultOutsideRegions { address });
+        let addr = address & !(self.page - 1);
+        if self.poison_or_zero(addr, self.page) == super::fill::Unserved::NotAnswered {
+            if let Err(e) = self.uffd.wake(addr, self.page) {
+                self.ioctl_failed("UFFDIO_WAKE", e);
             }
         }
     }

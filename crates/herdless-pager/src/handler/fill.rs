@@ -20,20 +20,36 @@ use rustix::io::Errno;
 use super::Shared;
 use crate::source::SourceFailure;
 use crate::uffd::Fill;
-use crate::PagerError;
 
 /// How the source is asked for a run of claimed pages (and how the filled
 /// pages are counted).
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Ask {
-    /// Every page, blocking if need be (`populate`).
+    /// Every page, blocking if need be (`populate`); a page the source
+    /// fails on is poisoned, as for a fault.
     Blocking,
+    /// Every page, blocking if need be, counted as prefetched (a working
+    /// set installed in the background); a page the source fails on is
+    /// left missing, for a fault to ask again and answer.
+    Prefetch,
     /// The first page is the faulting one: blocking if need be, counted on
     /// demand; the others are its window's neighbours, taken only if the
     /// source has them without blocking, counted as fault-around.
     Demand,
     /// Only what the source has without blocking (fault-around).
     NoWait,
+}
+
+/// How pages the source could not give were answered.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum Unserved {
+    /// Poisoned: an access gets `SIGBUS`.
+    Poisoned,
+    /// Mapped as zeros (no `UFFDIO_POISON`).
+    Zeroed,
+    /// Not filled (present already, an event pending, an error): the
+    /// caller wakes them (W).
+    NotAnswered,
 }
 
 /// How a run's `UFFDIO_COPY` ended.
@@ -59,13 +75,13 @@ impl Shared {
         }
     }
 
-    /// Fills the claimed pages `[first, first + n)` from the source (all
-    /// below `source_pages`), asking it as `ask`, with one `UFFDIO_COPY`
+    /// Fills the claimed pages `[first, first + n)` (in one region, all
+    /// holding source bytes) from the source, asking it as `ask`, with one `UFFDIO_COPY`
     /// for the pages it has (page `first` first: with [`Ask::Demand`] the
     /// faulting thread is woken by that one copy); wakes whatever it does
     /// not fill (W). `scratch` holds at least `n` pages.
     ///
-    /// A source that lives in memory ([`PageSource::memory`]) is copied
+    /// A source that lives in memory ([`PageSource::memory`](crate::PageSource::memory)) is copied
     /// from directly: one copy per page, none through `scratch`. Others, and
     /// a run holding the source's partial last page, are read into
     /// `scratch` in one read and copied from there.
@@ -73,22 +89,22 @@ impl Shared {
         if self.minor {
             return self.continue_run(first, n, ask);
         }
-        let off = first * self.page;
+        let off = self.space.source_offset(first);
         let bytes = n * self.page;
-        let avail = usize::try_from(self.source_len - off as u64).map_or(bytes, |a| a.min(bytes));
+        let avail = self.available(off, bytes);
         let partial_end = avail < bytes || avail % self.page != 0;
         let Some(mem) = self.source.memory().filter(|_| !partial_end) else {
             return self.fill_from_reads(first, n, ask, scratch);
         };
         let ready = match ask {
-            Ask::Blocking => n,
+            Ask::Blocking | Ask::Prefetch => n,
             Ask::Demand => {
                 1 + self
                     .source
-                    .resident((off + self.page) as u64, bytes - self.page)
+                    .resident(off + self.page as u64, bytes - self.page)
                     / self.page
             }
-            Ask::NoWait => self.source.resident(off as u64, bytes) / self.page,
+            Ask::NoWait => self.source.resident(off, bytes) / self.page,
         };
         if ready < n {
             self.release_and_wake(first + ready, n - ready);
@@ -97,7 +113,7 @@ impl Shared {
             return;
         }
         // The source's own bytes, handed to the kernel (never read here).
-        let src = mem.wrapping_add(off);
+        let src = mem.wrapping_add(off as usize);
         if let Copied::SourceFault { at } = self.copy_run(first, ready, first, ask, src) {
             // The mapping could not be read (a file that shrank): read the
             // rest instead, which reports the real error; the faulting
@@ -122,28 +138,30 @@ impl Shared {
     /// given back: never a page filled with anything but the source's
     /// bytes, and zeros only past the source's end in its last page.
     pub(super) fn fill_from_reads(&self, first: usize, n: usize, ask: Ask, scratch: &mut [u8]) {
-        let off = first * self.page;
+        let off = self.space.source_offset(first);
         let bytes = n * self.page;
-        let avail = usize::try_from(self.source_len - off as u64).map_or(bytes, |a| a.min(bytes));
+        let avail = self.available(off, bytes);
         let buf = &mut scratch[..bytes];
         let (got, failure) = match ask {
-            Ask::Blocking => self.read_prefix(off as u64, &mut buf[..avail]),
+            Ask::Blocking => self.read_prefix(off, &mut buf[..avail]),
+            // A prefetch leaves what the source cannot give to the faults.
+            Ask::Prefetch => (self.read_prefix(off, &mut buf[..avail]).0, None),
             // A neighbour the source cannot give is simply not taken; the
             // demand path reports errors.
-            Ask::NoWait => (self.read_nowait(off as u64, &mut buf[..avail]), None),
+            Ask::NoWait => (self.read_nowait(off, &mut buf[..avail]), None),
             Ask::Demand => {
                 // One read for the whole run if the source has the faulting
                 // page without blocking; else a blocking read of that page
                 // and a non-blocking one of the rest.
                 let head = avail.min(self.page);
-                let got = self.read_nowait(off as u64, &mut buf[..avail]);
+                let got = self.read_nowait(off, &mut buf[..avail]);
                 if got >= head {
                     (got, None)
                 } else {
-                    match self.read_prefix(off as u64, &mut buf[..head]) {
+                    match self.read_prefix(off, &mut buf[..head]) {
                         (_, Some(f)) => (0, Some(f)),
                         (_, None) => {
-                            let rest = self.read_nowait((off + head) as u64, &mut buf[head..avail]);
+                            let rest = self.read_nowait(off + head as u64, &mut buf[head..avail]);
                             (head + rest, None)
                         }
                     }
@@ -159,7 +177,7 @@ impl Shared {
                     if p + 1 < first + n {
                         self.release_and_wake(p + 1, first + n - p - 1);
                     }
-                    self.source_failed(p, 1, (p * self.page) as u64, f);
+                    self.source_failed(p, 1, self.space.source_offset(p), f);
                 }
                 None => self.release_and_wake(first + ready, n - ready),
             }
@@ -174,13 +192,19 @@ impl Shared {
             // Our own buffer is readable: an EFAULT here means the kernel
             // refused something else; nothing was filled from `at` on.
             Copied::SourceFault { at } => {
-                self.report(PagerError::syscall(
+                self.ioctl_failed(
                     "UFFDIO_COPY",
                     std::io::Error::from_raw_os_error(Errno::FAULT.raw_os_error()),
-                ));
+                );
                 self.release_and_wake(at, first + ready - at);
             }
         }
+    }
+
+    /// Bytes of a `bytes`-long run from source offset `off` that the
+    /// source holds (less than `bytes` in its last page).
+    fn available(&self, off: u64, bytes: usize) -> usize {
+        usize::try_from(self.source.len().saturating_sub(off)).map_or(bytes, |a| a.min(bytes))
     }
 
     /// A blocking read of `buf` from `offset`: the bytes read from the
@@ -275,7 +299,7 @@ impl Shared {
                     return Copied::SourceFault { at: at + done };
                 }
                 Err(e) => {
-                    self.report(PagerError::syscall("UFFDIO_COPY", e));
+                    self.ioctl_failed("UFFDIO_COPY", e);
                     self.release_and_wake(at + done, n - done);
                     return Copied::Stopped;
                 }
@@ -317,10 +341,10 @@ impl Shared {
                     let must = match ask {
                         Ask::Blocking => true,
                         Ask::Demand => done == 0,
-                        Ask::NoWait => false,
+                        Ask::NoWait | Ask::Prefetch => false,
                     };
                     if must {
-                        self.report(PagerError::syscall("UFFDIO_CONTINUE", e));
+                        self.ioctl_failed("UFFDIO_CONTINUE", e);
                     }
                     return self.release_and_wake(first + done, n - done);
                 }
@@ -344,22 +368,45 @@ impl Shared {
     pub(super) fn answer_unserved(&self, first: usize, n: usize) {
         let c = &self.counters;
         let (addr, len) = (self.page_addr(first), n * self.page);
-        let filled = if self.can_poison {
-            let r = self.uffd.poison(addr, len);
-            if r.as_ref().is_ok_and(|f| *f == Fill::Done) {
-                c.add(&c.poisoned_pages, n as u64);
-            }
-            r
-        } else {
-            self.uffd.zeropage(addr, len)
-        };
+        let answered = self.poison_or_zero(addr, len);
+        if answered == Unserved::Poisoned {
+            c.add(&c.poisoned_pages, n as u64);
+        }
         // Claims go back (a later fault after a discard retries the
         // source); whatever was not filled is woken (W).
         for p in first..first + n {
             self.states.release(p);
         }
-        if !matches!(filled, Ok(Fill::Done)) {
+        if answered == Unserved::NotAnswered {
             self.wake(first, n);
+        }
+    }
+
+    /// Poisons `[addr, addr + len)` (an access gets `SIGBUS`), or maps
+    /// zeros where the kernel has no `UFFDIO_POISON` (or refuses it on this
+    /// userfaultfd: then it is never asked again).
+    pub(super) fn poison_or_zero(&self, addr: usize, len: usize) -> Unserved {
+        use std::sync::atomic::Ordering::Relaxed;
+        if self.can_poison.load(Relaxed) {
+            match self.uffd.poison(addr, len) {
+                Ok(Fill::Done) => return Unserved::Poisoned,
+                Ok(_) => return Unserved::NotAnswered,
+                Err(e) if Errno::from_io_error(&e) == Some(Errno::INVAL) => {
+                    self.can_poison.store(false, Relaxed);
+                }
+                Err(e) => {
+                    self.ioctl_failed("UFFDIO_POISON", e);
+                    return Unserved::NotAnswered;
+                }
+            }
+        }
+        match self.uffd.zeropage(addr, len) {
+            Ok(Fill::Done) => Unserved::Zeroed,
+            Ok(_) => Unserved::NotAnswered,
+            Err(e) => {
+                self.ioctl_failed("UFFDIO_ZEROPAGE", e);
+                Unserved::NotAnswered
+            }
         }
     }
 }

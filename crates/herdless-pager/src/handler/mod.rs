@@ -26,22 +26,29 @@
 //! batch, serve it, stop), `fault.rs` (one fault and its window), `fill.rs`
 //! (filling a claimed run; invariant W, ARCHITECTURE contract 10),
 //! `discard.rs` (`REMOVE` events and the fills racing them, ARCHITECTURE
-//! contract 9). This file: the state they share.
+//! contract 9), `background.rs` (filling pages nobody faulted on:
+//! `populate`, prefetch). This file: the state they share.
 
+mod background;
 mod discard;
 mod fault;
 mod fill;
 mod thread;
 
-use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize};
-use std::sync::{mpsc, Mutex};
+use std::os::fd::OwnedFd;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::Mutex;
+
+use rustix::io::Errno;
 
 use crate::page_state::PageStates;
 use crate::source::GuardedSource;
+use crate::space::Space;
 use crate::stats::Counters;
 use crate::uffd::Uffd;
 use crate::PagerError;
 
+pub(crate) use discard::DiscardFence;
 pub(crate) use fill::Ask;
 pub(crate) use thread::{run, wanted_features, Buffers};
 
@@ -71,31 +78,26 @@ impl Drop for ClaimGuard<'_> {
     }
 }
 
-/// Everything the handler threads share with the [`Pager`](crate::Pager).
+/// Everything the handler threads share with their owner (the
+/// [`Pager`](crate::Pager), or `herdless-uffd`'s server) and with
+/// `populate` and prefetch callers.
 pub(crate) struct Shared {
     pub(crate) uffd: Uffd,
-    /// Region start address and length.
-    pub(crate) base: usize,
-    pub(crate) len: usize,
+    /// The regions served, and the source bytes behind each.
+    pub(crate) space: Space,
     pub(crate) page: usize,
     /// Fault-around window in pages (1: off).
     pub(crate) window_pages: usize,
     pub(crate) source: GuardedSource,
-    pub(crate) source_len: u64,
-    /// Pages holding at least one source byte (clipped to the region):
-    /// nothing at or past this page is ever filled from the source.
-    pub(crate) source_pages: usize,
     pub(crate) states: PageStates,
     /// Minor-fault mode (`UFFDIO_CONTINUE` over a shared-memory source).
     pub(crate) minor: bool,
-    /// `UFFDIO_POISON` is available.
-    pub(crate) can_poison: bool,
+    /// `UFFDIO_POISON` works (turned off if the kernel refuses it).
+    pub(crate) can_poison: AtomicBool,
+    /// How fills are kept from resurrecting discarded pages.
+    pub(crate) fence: DiscardFence,
     pub(crate) counters: Counters,
     pub(crate) per_handler: Box<[AtomicU64]>,
-    /// Read tickets (T) and fill stamps (S): see `discard.rs`.
-    pub(crate) reads: AtomicU64,
-    /// Ranges (offset, len) to discard again; `None` once the pager stops.
-    pub(crate) rezap: Mutex<Option<mpsc::Sender<(usize, usize)>>>,
     pub(crate) errors: Mutex<Vec<PagerError>>,
     /// Each handler's thread id (0 until it started).
     pub(crate) handler_tids: Box<[AtomicU32]>,
@@ -105,25 +107,118 @@ pub(crate) struct Shared {
     pub(crate) busy: AtomicUsize,
     /// Doorbell pages (`BlockingRead` shutdown): start and length.
     pub(crate) doorbell: (usize, usize),
-    /// Written once to stop `Poll` handlers.
-    pub(crate) stop: std::os::fd::OwnedFd,
+    /// Written once to stop `Poll` handlers (an eventfd; nobody reads it,
+    /// so it stays readable: the owner may poll it too).
+    pub(crate) stop: OwnedFd,
+    /// The process whose memory is served went away (`ESRCH`, or `ENOSPC`
+    /// on kernels before 4.18, from a fill): everything stops.
+    pub(crate) gone: AtomicBool,
+    /// The pages faulted on and filled from the source, in the order they
+    /// were (the working set), if asked for.
+    pub(crate) record: Option<Mutex<Vec<usize>>>,
+}
+
+/// What [`Shared::new`] needs besides defaults.
+pub(crate) struct SharedParts {
+    pub(crate) uffd: Uffd,
+    pub(crate) space: Space,
+    pub(crate) window_pages: usize,
+    pub(crate) source: GuardedSource,
+    pub(crate) minor: bool,
+    pub(crate) can_poison: bool,
+    pub(crate) fence: DiscardFence,
+    pub(crate) handlers: usize,
+    pub(crate) doorbell: (usize, usize),
+    pub(crate) record: bool,
 }
 
 impl Shared {
-    pub(super) fn report(&self, e: PagerError) {
+    /// The state for `parts.handlers` handlers, none started yet (each
+    /// counts itself out of `alive` when it stops).
+    pub(crate) fn new(parts: SharedParts) -> Result<Self, PagerError> {
+        let stop = rustix::event::eventfd(
+            0,
+            rustix::event::EventfdFlags::CLOEXEC | rustix::event::EventfdFlags::NONBLOCK,
+        )
+        .map_err(|e| PagerError::syscall("eventfd", e))?;
+        let page = rustix::param::page_size();
+        Ok(Shared {
+            uffd: parts.uffd,
+            states: PageStates::new(parts.space.pages()),
+            space: parts.space,
+            page,
+            window_pages: parts.window_pages,
+            source: parts.source,
+            minor: parts.minor,
+            can_poison: AtomicBool::new(parts.can_poison),
+            fence: parts.fence,
+            counters: Counters::default(),
+            per_handler: (0..parts.handlers).map(|_| AtomicU64::new(0)).collect(),
+            errors: Mutex::new(Vec::new()),
+            handler_tids: (0..parts.handlers).map(|_| AtomicU32::new(0)).collect(),
+            alive: AtomicUsize::new(parts.handlers),
+            busy: AtomicUsize::new(0),
+            doorbell: parts.doorbell,
+            stop,
+            gone: AtomicBool::new(false),
+            record: parts.record.then(|| Mutex::new(Vec::new())),
+        })
+    }
+
+    pub(crate) fn report(&self, e: PagerError) {
         if let Ok(mut errors) = self.errors.lock() {
             errors.push(e);
         }
     }
 
+    /// Reports a failed ioctl, unless it failed because the process whose
+    /// memory is served went away (`ESRCH`; `ENOSPC` before Linux 4.18):
+    /// that stops every handler instead.
+    pub(crate) fn ioctl_failed(&self, op: &'static str, e: std::io::Error) {
+        if matches!(Errno::from_io_error(&e), Some(Errno::SRCH | Errno::NOSPC)) {
+            self.stop_all(true);
+        } else {
+            self.report(PagerError::syscall(op, e));
+        }
+    }
+
+    /// Tells every `Poll` handler (and whoever polls `stop`) to stop;
+    /// `gone`: because the served process went away.
+    pub(crate) fn stop_all(&self, gone: bool) {
+        if gone {
+            self.gone.store(true, Ordering::Release);
+        }
+        let _ = rustix::io::write(&self.stop, &1u64.to_ne_bytes());
+    }
+
+    /// Whether [`stop_all`](Self::stop_all) was called.
+    pub(crate) fn stopping(&self) -> bool {
+        let mut fds = [rustix::event::PollFd::new(
+            &self.stop,
+            rustix::event::PollFlags::IN,
+        )];
+        let zero = rustix::event::Timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        rustix::event::poll(&mut fds, Some(&zero)).is_ok_and(|n| n > 0)
+    }
+
+    /// Notes page `p` in the working-set record, if one is kept.
+    fn record(&self, p: usize) {
+        if let Some(Ok(mut pages)) = self.record.as_ref().map(|r| r.lock()) {
+            pages.push(p);
+        }
+    }
+
     pub(super) fn page_addr(&self, page: usize) -> usize {
-        self.base + page * self.page
+        self.space.addr(page)
     }
 
     /// Wakes `n` pages from `first` (invariant W).
     pub(super) fn wake(&self, first: usize, n: usize) {
         if let Err(e) = self.uffd.wake(self.page_addr(first), n * self.page) {
-            self.report(PagerError::syscall("UFFDIO_WAKE", e));
+            self.ioctl_failed("UFFDIO_WAKE", e);
         }
     }
 

@@ -48,17 +48,23 @@ impl Buffers {
 }
 
 impl Shared {
-    /// Serves a batch of messages read with `ticket`; true if it held a
-    /// doorbell (this handler then exits).
-    fn serve(&self, idx: usize, ticket: u64, bytes: &[u8], scratch: &mut [u8]) -> bool {
-        let msgs: Vec<Msg> = bytes.chunks_exact(MSG_SIZE).map(Msg::parse).collect();
-        for m in &msgs {
+    /// Applies the `REMOVE` events of a batch, under the read's guard
+    /// (ARCHITECTURE contract 9: before any fault of the batch is served,
+    /// and, with [`DiscardFence::ReadsExclusive`](super::DiscardFence),
+    /// before any fill runs again).
+    fn apply_removes(&self, msgs: &[Msg], ticket: u64) {
+        for m in msgs {
             if let Msg::Remove { start, end } = *m {
                 self.on_remove(start, end, ticket);
             }
         }
+    }
+
+    /// Serves the faults of a batch; true if it held a doorbell (this
+    /// handler then exits).
+    fn serve_faults(&self, idx: usize, msgs: &[Msg], scratch: &mut [u8]) -> bool {
         let mut exit = false;
-        for m in &msgs {
+        for m in msgs {
             let Msg::PageFault { address, tid, .. } = *m else {
                 continue;
             };
@@ -72,14 +78,16 @@ impl Shared {
                 exit = true;
                 continue;
             }
-            if address < self.base || address >= self.base + self.len {
-                continue;
-            }
             let t0 = Instant::now();
             let c = &self.counters;
             c.add(&c.faults, 1);
             self.per_handler[idx].fetch_add(1, Ordering::Relaxed);
-            let page = (address - self.base) / self.page;
+            // Claims and fills only under the fence's fill guard (contract 9).
+            let _fill = self.fence.before_fill();
+            let Some(page) = self.space.page_of(address) else {
+                self.on_unmapped_fault(address);
+                continue;
+            };
             if tid != 0 {
                 if let Some(h) = self
                     .handler_tids
@@ -87,9 +95,10 @@ impl Shared {
                     .position(|t| t.load(Ordering::Acquire) == tid)
                 {
                     c.add(&c.handler_self_faults, 1);
+                    let region = self.space.region_of(page);
                     self.report(PagerError::HandlerTouchedRegion {
                         handler: h,
-                        offset: address - self.base,
+                        offset: address - region.base,
                     });
                 }
             }
@@ -100,7 +109,7 @@ impl Shared {
             let served = catch_unwind(AssertUnwindSafe(|| {
                 self.on_fault(page, scratch);
                 c.record_latency(t0.elapsed());
-                if self.window_pages > 1 && page < self.source_pages {
+                if self.window_pages > 1 && self.space.has_source(page) {
                     self.fault_around(page, scratch);
                 }
             }));
@@ -141,14 +150,22 @@ fn serve_loop(sh: &Shared, idx: usize, mode: HandlerMode, bufs: Buffers) {
                 Err(Errno::INTR) => continue,
                 Err(e) => {
                     sh.report(PagerError::syscall("poll", e));
-                    break;
+                    return leave_on_error(sh);
                 }
             }
             // Stop: serve what is still queued (non-blocking), then leave.
             stopping = fds[1].revents().contains(PollFlags::IN);
+            if fds[0].revents().contains(PollFlags::ERR) {
+                // Only an uninitialised userfaultfd polls as an error.
+                sh.report(PagerError::syscall(
+                    "poll(userfaultfd)",
+                    std::io::Error::from_raw_os_error(Errno::INVAL.raw_os_error()),
+                ));
+                return leave_on_error(sh);
+            }
         }
-        // (T): pairs with the stamps (S); see the module doc.
-        let ticket = sh.reads.fetch_add(1, Ordering::AcqRel) + 1;
+        // (T), and with `ReadsExclusive` the read lock: see `discard.rs`.
+        let guard = sh.fence.before_read();
         let n = match sh.uffd.read(&mut msgs) {
             Ok(n) => {
                 sh.busy.fetch_add(1, Ordering::AcqRel);
@@ -165,16 +182,28 @@ fn serve_loop(sh: &Shared, idx: usize, mode: HandlerMode, bufs: Buffers) {
             }
             Err(e) => {
                 sh.report(PagerError::syscall("read(userfaultfd)", e));
-                break;
+                return leave_on_error(sh);
             }
         };
-        let exit = sh.serve(idx, ticket, &msgs[..n], &mut scratch);
+        let batch: Vec<Msg> = msgs[..n].chunks_exact(MSG_SIZE).map(Msg::parse).collect();
+        sh.apply_removes(&batch, guard.ticket);
+        drop(guard);
+        let exit = sh.serve_faults(idx, &batch, &mut scratch);
         sh.busy.fetch_sub(1, Ordering::Release);
         if exit {
             return; // `alive` already counted down at the doorbell
         }
     }
     sh.alive.fetch_sub(1, Ordering::AcqRel);
+}
+
+/// A handler leaving on an error it cannot serve past: if it was the last
+/// one, everything stops (whoever polls `stop` learns that nobody serves
+/// faults any more).
+fn leave_on_error(sh: &Shared) {
+    if sh.alive.fetch_sub(1, Ordering::AcqRel) == 1 {
+        sh.stop_all(false);
+    }
 }
 
 /// The feature bits the pager asks for.

@@ -2,14 +2,12 @@
 //! (`config.rs`), registers the region (`register.rs`), sets up the state
 //! the handlers share and starts the threads (`threads.rs`).
 
-use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize};
-use std::sync::{mpsc, Arc, Mutex};
+use std::sync::{mpsc, Arc};
 
 use super::{config, register, threads, HandlerMode, Pager};
-use crate::handler::Shared;
-use crate::page_state::PageStates;
+use crate::handler::{DiscardFence, Shared, SharedParts};
 use crate::source::{GuardedSource, PageSource, ZeroSource};
-use crate::stats::Counters;
+use crate::space::Space;
 use crate::PagerError;
 
 /// Builds a [`Pager`]; see [`Pager::builder`].
@@ -107,40 +105,20 @@ impl PagerBuilder {
         let uffd = register::open(self.mode, self.user_mode_only, self.minor)?;
         let reg =
             register::map_and_register(uffd, len, &source, self.minor, self.mode, self.handlers)?;
-        let stop = rustix::event::eventfd(
-            0,
-            rustix::event::EventfdFlags::CLOEXEC | rustix::event::EventfdFlags::NONBLOCK,
-        )
-        .map_err(|e| PagerError::syscall("eventfd", e))?;
-
         let pages = len / page;
-        let source_pages = usize::try_from(source_len.div_ceil(page as u64))
-            .unwrap_or(usize::MAX)
-            .min(pages);
         let (tx, rx) = mpsc::channel::<(usize, usize)>();
-        let shared = Arc::new(Shared {
+        let shared = Arc::new(Shared::new(SharedParts {
             uffd: reg.uffd,
-            base: reg.region.addr(),
-            len,
-            page,
+            space: Space::new(vec![(reg.region.addr(), len, 0)], page, source.len()),
             window_pages: config::window_pages(self.window, page, pages),
             source,
-            source_len,
-            source_pages,
-            states: PageStates::new(pages),
             minor: self.minor,
             can_poison: reg.can_poison,
-            counters: Counters::default(),
-            per_handler: (0..self.handlers).map(|_| AtomicU64::new(0)).collect(),
-            reads: AtomicU64::new(0),
-            rezap: Mutex::new(Some(tx)),
-            errors: Mutex::new(Vec::new()),
-            handler_tids: (0..self.handlers).map(|_| AtomicU32::new(0)).collect(),
-            alive: AtomicUsize::new(self.handlers),
-            busy: AtomicUsize::new(0),
+            fence: DiscardFence::rezap(tx),
+            handlers: self.handlers,
             doorbell: reg.doorbell.as_ref().map_or((0, 0), |d| (d.addr(), d.len)),
-            stop,
-        });
+            record: false,
+        })?);
 
         // From here on, `Pager`'s Drop cleans up whatever was started.
         let mut pager = Pager {
@@ -151,11 +129,7 @@ impl PagerBuilder {
             region: reg.region,
             doorbell: reg.doorbell,
         };
-        pager.zapper = Some(threads::spawn_zapper(
-            Arc::clone(&pager.shared),
-            rx,
-            pager.region.addr(),
-        )?);
+        pager.zapper = Some(threads::spawn_zapper(Arc::clone(&pager.shared), rx)?);
         threads::spawn_handlers(&pager.shared, self.mode, &mut pager.handlers, 1)?;
         Ok(pager)
     }

@@ -34,7 +34,7 @@ use rustix::mm::Advice;
 pub use builder::PagerBuilder;
 use mapping::Mapping;
 
-use crate::handler::{Ask, ClaimGuard, Shared};
+use crate::handler::{Ask, Shared};
 use crate::stats::PagerStats;
 use crate::PagerError;
 
@@ -185,26 +185,13 @@ impl Pager {
         let sh = &*self.shared;
         let run_max = sh.window_pages.max(16);
         let mut scratch = vec![0u8; run_max * sh.page];
-        let before = self.shared.counters.snapshot(&[]).pages_populated;
-        let (p0, p1) = (
-            offset / sh.page,
-            ((offset + len) / sh.page).min(sh.source_pages),
-        );
-        let mut i = p0;
-        while i < p1 {
-            if !sh.states.claim(i) {
-                i += 1;
-                continue;
-            }
-            let first = i;
-            i += 1;
-            while i < p1 && i - first < run_max && sh.states.claim(i) {
-                i += 1;
-            }
-            let _guard = ClaimGuard::new(sh, first, i - first);
-            sh.fill_run(first, i - first, Ask::Blocking, &mut scratch);
+        let before = sh.counters.snapshot(&[]).pages_populated;
+        let p0 = offset / sh.page;
+        let p1 = ((offset + len) / sh.page).min(sh.space.source_end(0));
+        if p0 < p1 {
+            sh.fill_pages(p0..p1, Ask::Blocking, run_max, &mut scratch, || {});
         }
-        let after = self.shared.counters.snapshot(&[]).pages_populated;
+        let after = sh.counters.snapshot(&[]).pages_populated;
         Ok(after.saturating_sub(before))
     }
 
@@ -257,9 +244,7 @@ impl Pager {
 impl Drop for Pager {
     fn drop(&mut self) {
         // 1. The zapper: its madvise calls need live handlers.
-        if let Ok(mut tx) = self.shared.rezap.lock() {
-            tx.take();
-        }
+        self.shared.fence.close();
         if let Some(z) = self.zapper.take() {
             let _ = z.join();
         }

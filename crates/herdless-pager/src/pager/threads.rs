@@ -57,22 +57,20 @@ pub(crate) fn spawn_handlers(
     Ok(())
 }
 
-/// Starts the zapper: it `MADV_DONTNEED`s each range received on `rx`
-/// (offsets in the region at `base`) until the sender is dropped.
+/// Starts the zapper: it `MADV_DONTNEED`s each range `(address, len)`
+/// received on `rx` (inside the pager's region) until the sender is
+/// dropped.
 pub(super) fn spawn_zapper(
     shared: Arc<Shared>,
     rx: mpsc::Receiver<(usize, usize)>,
-    base: usize,
 ) -> Result<JoinHandle<()>, PagerError> {
     std::thread::Builder::new()
         .name("pager-zapper".into())
         .spawn(move || {
-            for (off, len) in rx {
-                // SAFETY: `off..off + len` lies in the region, which stays
-                // mapped until this thread is joined (Pager's Drop).
-                let r = unsafe {
-                    rustix::mm::madvise((base + off) as *mut _, len, Advice::LinuxDontNeed)
-                };
+            for (addr, len) in rx {
+                // SAFETY: `addr..addr + len` lies in the region, which
+                // stays mapped until this thread is joined (Pager's Drop).
+                let r = unsafe { rustix::mm::madvise(addr as *mut _, len, Advice::LinuxDontNeed) };
                 // After the madvise (which returned once a handler read its
                 // REMOVE): pairs with `settle`'s Acquire.
                 shared

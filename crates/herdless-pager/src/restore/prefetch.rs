@@ -1,0 +1,113 @@
+//! Working-set prefetch (REAP, ASPLOS '21): the pages a recorded restore
+//! faulted on, installed in the background from the moment the userfaultfd
+//! arrives, in trace order, in runs of up to [`CHUNK_PAGES`] pages per
+//! `UFFDIO_COPY`; and copying everything up front (Firecracker's
+//! `fault_all_handler`), the same fill over every page.
+//!
+//! # Demand faults first
+//! The prefetcher and the handlers share the per-page claims: a page is
+//! filled once, by whoever claims it first. A fault on a page the
+//! prefetcher has claimed is dropped as a duplicate and woken by the
+//! prefetcher's copy (invariant W, ARCHITECTURE contract 10), so it waits
+//! at most one chunk. Before each chunk the prefetcher gives way while
+//! fault messages are pending (it yields until the handlers have read
+//! them), and the fence lets a handler about to read in before the next
+//! chunk's fill (`handler/discard.rs`): demand faults never queue behind
+//! more than the chunk in flight.
+//!
+//! # EEXIST and partial EAGAIN
+//! A copy that meets a present page stops there: the pages before it are
+//! published (partial `EAGAIN`), the present one is skipped (`EEXIST`: it
+//! is there already), and the copy goes on with the rest
+//! (`handler/fill.rs`, `copy_run`).
+//!
+//! # A discarded page is never prefetched back (ARCHITECTURE contract 9)
+//! The ordering argument is `handler/discard.rs`'s, for every fill:
+//! a prefetch chunk claims and copies under the fence's fill guard, and
+//! every read of the userfaultfd, with the `REMOVE` events it brought
+//! applied (pages swapped to `DISCARDED`), holds it exclusively. So for a
+//! page `P` and a `REMOVE` covering it: either the chunk's copy returned
+//! before that read began (before the kernel zapped `P`, which removes the
+//! copy), or the chunk claims after the read ended and finds `P`
+//! `DISCARDED`, which is never claimed again. A `REMOVE` queued while the
+//! copy runs makes it fail with zero progress (`EAGAIN`): its pages go back
+//! to `MISSING` and are tried once more after the whole plan (by then the
+//! event is read, and the discarded ones are skipped).
+
+use std::ops::Range;
+
+use rustix::event::{poll, PollFd, PollFlags, Timespec};
+
+use super::trace::Trace;
+use crate::handler::{Ask, Shared};
+use crate::space::Space;
+
+/// Pages per prefetch `UFFDIO_COPY` (256 KiB with 4 KiB pages): large
+/// enough that the ioctl's cost is spread, small enough that a demand
+/// fault waiting on the chunk in flight waits little.
+pub const CHUNK_PAGES: usize = 64;
+
+/// How often the prefetcher yields to pending fault messages before it
+/// copies its next chunk anyway (so that it always makes progress).
+const YIELDS: usize = 32;
+
+/// The pages of `trace` in `space`, in trace order (a run crossing regions
+/// split at their edges), and the trace's pages no region maps.
+pub(crate) fn plan(space: &Space, trace: &Trace) -> (Vec<Range<usize>>, u64) {
+    let mut ranges = Vec::with_capacity(trace.runs.len());
+    let mut unmapped = 0;
+    for &(offset, pages) in &trace.runs {
+        let len = pages.saturating_mul(trace.page_size);
+        let found = space.pages_of_source(offset, len);
+        let mapped: u64 = found.iter().map(|r| r.len() as u64).sum();
+        unmapped += pages.saturating_sub(mapped);
+        ranges.extend(found);
+    }
+    (ranges, unmapped)
+}
+
+/// Every page of `space` holding source bytes, by address.
+pub(crate) fn everything(space: &Space) -> Vec<Range<usize>> {
+    space
+        .regions()
+        .iter()
+        .map(|r| r.first_page..r.first_page + r.source_pages)
+        .filter(|r| !r.is_empty())
+        .collect()
+}
+
+/// Whether fault messages are waiting to be read.
+fn faults_pending(sh: &Shared) -> bool {
+    let mut fds = [PollFd::new(&sh.uffd, PollFlags::IN)];
+    let zero = Timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    poll(&mut fds, Some(&zero)).is_ok_and(|n| n > 0)
+}
+
+/// Fills the missing pages of `plan`, in order, as prefetched pages, in
+/// runs of at most `chunk` pages; with `yield_to_faults`, giving way to
+/// pending fault messages before each run (module doc). Stops early when
+/// the handlers are told to stop. Then goes over the plan once more for
+/// pages a pending discard made it give back.
+pub(crate) fn run(sh: &Shared, plan: &[Range<usize>], chunk: usize, yield_to_faults: bool) {
+    let mut scratch = vec![0u8; chunk * sh.page];
+    for _pass in 0..2 {
+        for range in plan {
+            if sh.stopping() {
+                return;
+            }
+            sh.fill_pages(range.clone(), Ask::Prefetch, chunk, &mut scratch, || {
+                if yield_to_faults {
+                    for _ in 0..YIELDS {
+                        if !faults_pending(sh) {
+                            break;
+                        }
+                        std::thread::yield_now();
+                    }
+                }
+            });
+        }
+    }
+}
