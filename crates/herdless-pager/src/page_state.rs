@@ -66,6 +66,11 @@ impl PageStates {
         self.words[page].load(Ordering::Acquire)
     }
 
+    /// Whether `page` is `MISSING` (nobody filled or discarded it).
+    pub(crate) fn is_missing(&self, page: usize) -> bool {
+        kind(self.load(page)) == MISSING
+    }
+
     /// `MISSING → INSTALLING`: the caller becomes the page's only installer.
     /// False if the page is in any other state.
     pub(crate) fn claim(&self, page: usize) -> bool {

@@ -31,8 +31,9 @@
 //! copy), or the chunk claims after the read ended and finds `P`
 //! `DISCARDED`, which is never claimed again. A `REMOVE` queued while the
 //! copy runs makes it fail with zero progress (`EAGAIN`): its pages go back
-//! to `MISSING` and are tried once more after the whole plan (by then the
-//! event is read, and the discarded ones are skipped).
+//! to `MISSING` and are tried again after the whole plan (by then the
+//! event is read, and the discarded ones are skipped), for a bounded
+//! number of passes.
 
 use std::ops::Range;
 
@@ -50,6 +51,11 @@ pub const CHUNK_PAGES: usize = 64;
 /// How often the prefetcher yields to pending fault messages before it
 /// copies its next chunk anyway (so that it always makes progress).
 const YIELDS: usize = 32;
+
+/// Passes over the plan at most: the first, then again while pages of it
+/// are still missing (given back to a pending discard, or the source
+/// failed on them: a fault will ask again).
+const PASSES: usize = 8;
 
 /// The pages of `trace` in `space`, in trace order (a run crossing regions
 /// split at their edges), and the trace's pages no region maps.
@@ -89,11 +95,11 @@ fn faults_pending(sh: &Shared) -> bool {
 /// Fills the missing pages of `plan`, in order, as prefetched pages, in
 /// runs of at most `chunk` pages; with `yield_to_faults`, giving way to
 /// pending fault messages before each run (module doc). Stops early when
-/// the handlers are told to stop. Then goes over the plan once more for
-/// pages a pending discard made it give back.
+/// the handlers are told to stop. Goes over the plan again while pages of
+/// it are still missing, at most [`PASSES`] times.
 pub(crate) fn run(sh: &Shared, plan: &[Range<usize>], chunk: usize, yield_to_faults: bool) {
     let mut scratch = vec![0u8; chunk * sh.page];
-    for _pass in 0..2 {
+    for _pass in 0..PASSES {
         for range in plan {
             if sh.stopping() {
                 return;
@@ -109,5 +115,13 @@ pub(crate) fn run(sh: &Shared, plan: &[Range<usize>], chunk: usize, yield_to_fau
                 }
             });
         }
+        let missing = plan
+            .iter()
+            .flat_map(Clone::clone)
+            .any(|p| sh.states.is_missing(p));
+        if !missing {
+            return;
+        }
+        std::thread::yield_now();
     }
 }
