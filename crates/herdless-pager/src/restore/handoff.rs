@@ -194,7 +194,12 @@ pub(crate) fn receive(
             return Err(RestoreError::MessageTooLarge { max: MAX_MESSAGE });
         }
         // Whole once it parses, or fails to for another reason than its
-        // end (which the mapping parser then reports).
+        // end (which the mapping parser then reports). An array can only
+        // be whole once it ends in `]`: no parse before that.
+        let text = body.trim_ascii();
+        if text.first() == Some(&b'[') && text.last() != Some(&b']') {
+            continue;
+        }
         match serde_json::from_slice::<serde::de::IgnoredAny>(&body) {
             Err(e) if e.is_eof() => continue,
             _ => break,
