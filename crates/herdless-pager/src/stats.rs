@@ -48,6 +48,7 @@ pub(crate) struct Counters {
     pub(crate) poisoned_pages: AtomicU64,
     pub(crate) handler_self_faults: AtomicU64,
     pub(crate) unmapped_faults: AtomicU64,
+    pub(crate) fills_unmapped: AtomicU64,
     latency_total_ns: AtomicU64,
     latency_max_ns: AtomicU64,
     latency: Buckets,
@@ -103,6 +104,7 @@ impl Counters {
             poisoned_pages: self.poisoned_pages.load(Relaxed),
             handler_self_faults: self.handler_self_faults.load(Relaxed),
             unmapped_faults: self.unmapped_faults.load(Relaxed),
+            fills_unmapped: self.fills_unmapped.load(Relaxed),
             per_handler_faults: per_handler.iter().map(|c| c.load(Relaxed)).collect(),
             latency: Latency {
                 count,
@@ -176,6 +178,9 @@ pub struct PagerStats {
     pub handler_self_faults: u64,
     /// Faults at addresses in no region served (answered with poison).
     pub unmapped_faults: u64,
+    /// Fills or wakes that found their range no longer registered
+    /// (`ENOENT`: the served process unmapped it, e.g. while exiting).
+    pub fills_unmapped: u64,
     /// Fault messages served by each handler thread.
     pub per_handler_faults: Vec<u64>,
     /// Fault service latency.

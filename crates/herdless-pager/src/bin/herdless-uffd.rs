@@ -53,6 +53,11 @@ struct Cli {
     /// fault_all_handler).
     #[arg(long, conflicts_with = "prefetch")]
     copy_all: bool,
+    /// Read the whole memory file into the page cache and map it before
+    /// the VMM connects, as Firecracker's example handlers do
+    /// (MAP_POPULATE). --prefetch does it for the trace's pages.
+    #[arg(long)]
+    populate: bool,
     /// Write the figures as JSON to this file when the VMM exits.
     #[arg(long, value_name = "FILE")]
     stats_json: Option<PathBuf>,
@@ -130,6 +135,7 @@ fn main() -> ExitCode {
         record: cli.record,
         prefetch: cli.prefetch,
         copy_all: cli.copy_all,
+        populate: cli.populate,
         stats_json: cli.stats_json,
         allow_uid: cli.allow_uid,
         socket_mode: cli.socket_mode,

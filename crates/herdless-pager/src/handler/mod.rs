@@ -27,12 +27,14 @@
 //! (filling a claimed run; invariant W, ARCHITECTURE contract 10),
 //! `discard.rs` (`REMOVE` events and the fills racing them, ARCHITECTURE
 //! contract 9), `background.rs` (filling pages nobody faulted on:
-//! `populate`, prefetch). This file: the state they share.
+//! `populate`, prefetch), `plan.rs` (the working set to prefetch, and
+//! filling ahead along it after a fault). This file: the state they share.
 
 mod background;
 mod discard;
 mod fault;
 mod fill;
+mod plan;
 mod thread;
 
 use std::os::fd::OwnedFd;
@@ -50,6 +52,7 @@ use crate::PagerError;
 
 pub(crate) use discard::DiscardFence;
 pub(crate) use fill::Ask;
+pub(crate) use plan::Plan;
 pub(crate) use thread::{run, wanted_features, Buffers};
 
 /// Pages `[first, first + n)` claimed by the current thread: if a panic
@@ -113,9 +116,14 @@ pub(crate) struct Shared {
     /// The process whose memory is served went away (`ESRCH`, or `ENOSPC`
     /// on kernels before 4.18, from a fill): everything stops.
     pub(crate) gone: AtomicBool,
+    /// Set (Release) before `stop` is written: what a prefetcher checks
+    /// between runs without a system call.
+    pub(crate) stopped: AtomicBool,
     /// The pages faulted on and filled from the source, in the order they
     /// were (the working set), if asked for.
     pub(crate) record: Option<Mutex<Vec<usize>>>,
+    /// The working set to prefetch, if any (`plan.rs`).
+    pub(crate) plan: Option<Plan>,
 }
 
 /// What [`Shared::new`] needs besides defaults.
@@ -130,6 +138,7 @@ pub(crate) struct SharedParts {
     pub(crate) handlers: usize,
     pub(crate) doorbell: (usize, usize),
     pub(crate) record: bool,
+    pub(crate) plan: Option<Plan>,
 }
 
 impl Shared {
@@ -161,7 +170,9 @@ impl Shared {
             doorbell: parts.doorbell,
             stop,
             gone: AtomicBool::new(false),
+            stopped: AtomicBool::new(false),
             record: parts.record.then(|| Mutex::new(Vec::new())),
+            plan: parts.plan,
         })
     }
 
@@ -173,12 +184,16 @@ impl Shared {
 
     /// Reports a failed ioctl, unless it failed because the process whose
     /// memory is served went away (`ESRCH`; `ENOSPC` before Linux 4.18):
-    /// that stops every handler instead.
+    /// that stops every handler instead; or because the range is no longer
+    /// registered memory (`ENOENT`: the VMM unmapped it, typically while
+    /// exiting, with a fill still under way): that is counted
+    /// (`fills_unmapped`), the pages' claims go back as for any unfilled
+    /// page, and nothing is left to answer there.
     pub(crate) fn ioctl_failed(&self, op: &'static str, e: std::io::Error) {
-        if matches!(Errno::from_io_error(&e), Some(Errno::SRCH | Errno::NOSPC)) {
-            self.stop_all(true);
-        } else {
-            self.report(PagerError::syscall(op, e));
+        match Errno::from_io_error(&e) {
+            Some(Errno::SRCH | Errno::NOSPC) => self.stop_all(true),
+            Some(Errno::NOENT) => self.counters.add(&self.counters.fills_unmapped, 1),
+            _ => self.report(PagerError::syscall(op, e)),
         }
     }
 
@@ -188,20 +203,14 @@ impl Shared {
         if gone {
             self.gone.store(true, Ordering::Release);
         }
+        self.stopped.store(true, Ordering::Release);
         let _ = rustix::io::write(&self.stop, &1u64.to_ne_bytes());
     }
 
-    /// Whether [`stop_all`](Self::stop_all) was called.
+    /// Whether [`stop_all`](Self::stop_all) was called (Acquire pairs
+    /// with its Release: a `gone` set before is seen).
     pub(crate) fn stopping(&self) -> bool {
-        let mut fds = [rustix::event::PollFd::new(
-            &self.stop,
-            rustix::event::PollFlags::IN,
-        )];
-        let zero = rustix::event::Timespec {
-            tv_sec: 0,
-            tv_nsec: 0,
-        };
-        rustix::event::poll(&mut fds, Some(&zero)).is_ok_and(|n| n > 0)
+        self.stopped.load(Ordering::Acquire)
     }
 
     /// Notes page `p` in the working-set record, if one is kept.

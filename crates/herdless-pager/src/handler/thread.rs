@@ -27,8 +27,8 @@ pub(crate) struct Buffers {
 }
 
 impl Buffers {
-    /// Buffers for a handler serving windows of `window_pages` pages.
-    pub(crate) fn new(window_pages: usize, page: usize) -> Result<Self, PagerError> {
+    /// Buffers for a handler filling runs of up to `run_pages` pages.
+    pub(crate) fn new(run_pages: usize, page: usize) -> Result<Self, PagerError> {
         let zeroed = |len: usize| -> Result<Vec<u8>, PagerError> {
             let mut v = Vec::new();
             v.try_reserve_exact(len).map_err(|_| {
@@ -42,7 +42,7 @@ impl Buffers {
         };
         Ok(Buffers {
             msgs: zeroed(MSG_SIZE * BATCH)?,
-            scratch: zeroed(window_pages * page)?,
+            scratch: zeroed(run_pages * page)?,
         })
     }
 }
@@ -112,6 +112,7 @@ impl Shared {
                 if self.window_pages > 1 && self.space.has_source(page) {
                     self.fault_around(page, scratch);
                 }
+                self.fill_ahead(page, scratch);
             }));
             if served.is_err() {
                 self.report(PagerError::HandlerPanicked(idx));

@@ -118,6 +118,7 @@ impl PagerBuilder {
             handlers: self.handlers,
             doorbell: reg.doorbell.as_ref().map_or((0, 0), |d| (d.addr(), d.len)),
             record: false,
+            plan: None,
         })?);
 
         // From here on, `Pager`'s Drop cleans up whatever was started.

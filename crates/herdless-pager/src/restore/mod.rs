@@ -66,6 +66,11 @@ pub struct RestoreOptions {
     /// Copy every page before serving any fault (Firecracker's
     /// `fault_all_handler`).
     pub copy_all: bool,
+    /// Read the whole memory file into the page cache and map it before the
+    /// VMM connects, as Firecracker's example handlers do (`MAP_POPULATE`):
+    /// no fill then waits for the file. (`--prefetch` does it for the
+    /// trace's pages and `--copy-all` for the whole file anyway.)
+    pub populate: bool,
     /// Write the figures as JSON to this file at the end.
     pub stats_json: Option<PathBuf>,
     /// Only a peer of this user id may connect.
@@ -97,6 +102,7 @@ impl RestoreOptions {
             record: None,
             prefetch: None,
             copy_all: false,
+            populate: false,
             stats_json: None,
             allow_uid: None,
             socket_mode: DEFAULT_SOCKET_MODE,
@@ -182,10 +188,25 @@ impl Restore {
                 })
                 .transpose()
         };
+        // Before the VMM connects: the pages that will be copied first.
+        let populated = if opts.populate || opts.copy_all {
+            source.populate(0, file_len)
+        } else if let Some(t) = &trace {
+            t.runs
+                .iter()
+                .try_for_each(|&(off, n)| source.populate(off, n * t.page_size))
+        } else {
+            Ok(())
+        };
+        let log = Log { quiet: opts.quiet };
+        if let Err(e) = populated {
+            log.line(&format!(
+                "warning: could not read the memory file ahead: {e}"
+            ));
+        }
         let record_out = create(&opts.record)?;
         let stats_out = create(&opts.stats_json)?;
         let listener = handoff::listen(&opts.socket, opts.socket_mode)?;
-        let log = Log { quiet: opts.quiet };
         if opts.record.is_some() && opts.fault_around > page {
             log.line(
                 "note: recording with fault-around on records only the pages that faulted, not \

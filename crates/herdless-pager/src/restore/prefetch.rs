@@ -9,11 +9,15 @@
 //! filled once, by whoever claims it first. A fault on a page the
 //! prefetcher has claimed is dropped as a duplicate and woken by the
 //! prefetcher's copy (invariant W, ARCHITECTURE contract 10), so it waits
-//! at most one chunk. Before each chunk the prefetcher gives way while
-//! fault messages are pending (it yields until the handlers have read
-//! them), and the fence lets a handler about to read in before the next
-//! chunk's fill (`handler/discard.rs`): demand faults never queue behind
-//! more than the chunk in flight.
+//! at most one chunk. A handler with messages to read takes the fence's
+//! write lock, which waits for the chunk in flight and keeps the next one
+//! out until the messages are read and their `REMOVE`s applied (`std`'s
+//! lock lets a waiting writer in before new readers,
+//! `handler/discard.rs`); the handlers' own fills take the read lock and
+//! run alongside the prefetcher's. So a demand fault never queues behind
+//! more than the one chunk in flight. The prefetcher does not otherwise
+//! give way (a yield hands the CPU to whatever else the host runs, not to
+//! the handlers).
 //!
 //! # EEXIST and partial EAGAIN
 //! A copy that meets a present page stops there: the pages before it are
@@ -37,8 +41,6 @@
 
 use std::ops::Range;
 
-use rustix::event::{poll, PollFd, PollFlags, Timespec};
-
 use super::trace::Trace;
 use crate::handler::{Ask, Shared};
 use crate::space::Space;
@@ -48,10 +50,6 @@ use crate::space::Space;
 /// fault waiting on the chunk in flight waits little.
 pub const CHUNK_PAGES: usize = 64;
 
-/// How often the prefetcher yields to pending fault messages before it
-/// copies its next chunk anyway (so that it always makes progress).
-const YIELDS: usize = 32;
-
 /// Passes over the plan at most: the first, then again while pages of it
 /// are still missing (given back to a pending discard, or the source
 /// failed on them: a fault will ask again).
@@ -59,7 +57,7 @@ const PASSES: usize = 8;
 
 /// The pages of `trace` in `space`, in trace order (a run crossing regions
 /// split at their edges), and the trace's pages no region maps.
-pub(crate) fn plan(space: &Space, trace: &Trace) -> (Vec<Range<usize>>, u64) {
+pub(crate) fn plan_of(space: &Space, trace: &Trace) -> (Vec<Range<usize>>, u64) {
     let mut ranges = Vec::with_capacity(trace.runs.len());
     let mut unmapped = 0;
     for &(offset, pages) in &trace.runs {
@@ -82,38 +80,18 @@ pub(crate) fn everything(space: &Space) -> Vec<Range<usize>> {
         .collect()
 }
 
-/// Whether fault messages are waiting to be read.
-fn faults_pending(sh: &Shared) -> bool {
-    let mut fds = [PollFd::new(&sh.uffd, PollFlags::IN)];
-    let zero = Timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    poll(&mut fds, Some(&zero)).is_ok_and(|n| n > 0)
-}
-
 /// Fills the missing pages of `plan`, in order, as prefetched pages, in
-/// runs of at most `chunk` pages; with `yield_to_faults`, giving way to
-/// pending fault messages before each run (module doc). Stops early when
-/// the handlers are told to stop. Goes over the plan again while pages of
-/// it are still missing, at most [`PASSES`] times.
-pub(crate) fn run(sh: &Shared, plan: &[Range<usize>], chunk: usize, yield_to_faults: bool) {
+/// runs of at most `chunk` pages (module doc). Stops early when the
+/// handlers are told to stop. Goes over the plan again while pages of it
+/// are still missing, at most [`PASSES`] times.
+pub(crate) fn run(sh: &Shared, plan: &[Range<usize>], chunk: usize) {
     let mut scratch = vec![0u8; chunk * sh.page];
     for _pass in 0..PASSES {
         for range in plan {
             if sh.stopping() {
                 return;
             }
-            sh.fill_pages(range.clone(), Ask::Prefetch, chunk, &mut scratch, || {
-                if yield_to_faults {
-                    for _ in 0..YIELDS {
-                        if !faults_pending(sh) {
-                            break;
-                        }
-                        std::thread::yield_now();
-                    }
-                }
-            });
+            sh.fill_pages(range.clone(), Ask::Prefetch, chunk, &mut scratch, || {});
         }
         let missing = plan
             .iter()

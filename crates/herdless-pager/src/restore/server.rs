@@ -20,7 +20,7 @@ use super::mappings::GuestMapping;
 use super::summary::{Ending, RestoreSummary};
 use super::trace::Trace;
 use super::{prefetch, Restore, RestoreError};
-use crate::handler::{DiscardFence, Shared, SharedParts};
+use crate::handler::{DiscardFence, Plan, Shared, SharedParts};
 use crate::pager::{config, threads};
 use crate::source::GuardedSource;
 use crate::space::Space;
@@ -51,6 +51,20 @@ pub(super) fn serve(
         restore.file_len,
     );
     let pages = space.pages();
+    let mut trace_pages = 0;
+    let mut trace_unmapped = 0;
+    let plan = restore.trace.as_ref().map(|trace| {
+        let (ranges, unmapped) = prefetch::plan_of(&space, trace);
+        trace_pages = trace.pages();
+        trace_unmapped = unmapped;
+        if unmapped > 0 {
+            log.line(&format!(
+                "warning: {unmapped} of the trace's {} pages are in no mapping",
+                trace.pages()
+            ));
+        }
+        Plan::new(ranges, pages)
+    });
     let shared = Arc::new(Shared::new(SharedParts {
         uffd,
         space,
@@ -63,50 +77,44 @@ pub(super) fn serve(
         handlers: opts.handlers,
         doorbell: (0, 0),
         record: opts.record.is_some(),
+        plan,
     })?);
 
     if opts.copy_all {
         // Before any fault is served, as Firecracker's fault_all_handler
         // (which copies every region on the first fault).
-        let plan = prefetch::everything(&shared.space);
-        prefetch::run(&shared, &plan, COPY_ALL_CHUNK, false);
+        let everything = prefetch::everything(&shared.space);
+        prefetch::run(&shared, &everything, COPY_ALL_CHUNK);
     }
     let signals = if opts.stop_on_signals {
         Some(Signals::block()?)
     } else {
         None
     };
-    let mut handlers = Vec::with_capacity(opts.handlers);
-    let started_handlers = threads::spawn_handlers(&shared, HandlerMode::Poll, &mut handlers, 0);
-    let mut trace_pages = 0;
-    let mut trace_unmapped = 0;
-    let prefetcher = match (&started_handlers, &restore.trace) {
-        (Ok(()), Some(trace)) => {
-            let (plan, unmapped) = prefetch::plan(&shared.space, trace);
-            trace_pages = trace.pages();
-            trace_unmapped = unmapped;
-            if unmapped > 0 {
-                log.line(&format!(
-                    "warning: {unmapped} of the trace's {} pages are in no mapping",
-                    trace.pages()
-                ));
-            }
-            let sh = Arc::clone(&shared);
-            let spawned = std::thread::Builder::new()
-                .name("uffd-prefetch".into())
-                .spawn(move || prefetch::run(&sh, &plan, prefetch::CHUNK_PAGES, true));
-            match spawned {
-                Ok(h) => Some(h),
-                Err(e) => {
-                    log.line(&format!(
-                        "warning: no prefetch (cannot start its thread: {e})"
-                    ));
-                    None
+    // The prefetch starts first: from the moment the userfaultfd arrives.
+    let prefetcher = if shared.plan.is_some() {
+        let sh = Arc::clone(&shared);
+        let spawned = std::thread::Builder::new()
+            .name("uffd-prefetch".into())
+            .spawn(move || {
+                if let Some(plan) = &sh.plan {
+                    prefetch::run(&sh, plan.ranges(), prefetch::CHUNK_PAGES);
                 }
+            });
+        match spawned {
+            Ok(h) => Some(h),
+            Err(e) => {
+                log.line(&format!(
+                    "warning: no prefetch thread ({e}); faults still fill ahead"
+                ));
+                None
             }
         }
-        _ => None,
+    } else {
+        None
     };
+    let mut handlers = Vec::with_capacity(opts.handlers);
+    let started_handlers = threads::spawn_handlers(&shared, HandlerMode::Poll, &mut handlers, 0);
     let ending = match started_handlers {
         Ok(()) => wait_for_the_end(&shared, &conn, restore, signals.as_ref()),
         Err(e) => Err(RestoreError::Pager(e)),

@@ -111,6 +111,7 @@ impl RestoreSummary {
             "poisoned_pages": s.poisoned_pages,
             "source_errors": s.source_errors,
             "unmapped_faults": s.unmapped_faults,
+            "fills_unmapped": s.fills_unmapped,
             "eexist": s.eexist,
             "eagain_partial": s.eagain_partial,
             "eagain_retry": s.eagain_retry,

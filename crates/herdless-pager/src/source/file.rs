@@ -68,6 +68,22 @@ impl FileSource {
     pub fn path(&self) -> &Path {
         &self.path
     }
+
+    /// Prepares `[offset, offset + len)` of the file for copying: reads it
+    /// into the page cache if it is not there, and maps it into the
+    /// source's read-only mapping, so that a fill from it later takes no
+    /// fault. What Firecracker's example handlers do for the whole memory
+    /// file (`MAP_POPULATE`) before the VMM connects; `herdless-uffd` does
+    /// it for the working set it will prefetch. Does nothing for a file
+    /// that could not be mapped.
+    pub fn populate(&self, offset: u64, len: u64) -> Result<(), PagerError> {
+        match &self.map {
+            Some(m) => m
+                .populate(offset, len)
+                .map_err(|source| PagerError::SourceRead { offset, source }),
+            None => Ok(()),
+        }
+    }
 }
 
 /// Whether `file` lives in shmem (tmpfs, memfd), which minor mode can map.
