@@ -8,6 +8,7 @@ pub mod epoll;
 pub mod fault_around;
 pub mod futex_wake;
 pub mod herd;
+pub mod restore;
 pub mod rwsem;
 
 /// Every experiment, in the order `all` runs them.
@@ -19,6 +20,7 @@ pub fn all() -> Vec<Experiment> {
         epoll::experiment(),
         fault_around::experiment(),
         bounce::experiment(),
+        restore::experiment(),
     ]
 }
 
