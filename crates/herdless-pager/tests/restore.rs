@@ -245,6 +245,8 @@ fn a_discarded_page_is_never_prefetched_back_while_discards_race_the_prefetch() 
             &[
                 "--prefetch",
                 trace.to_str().unwrap(),
+                "--prefetch-threads",
+                "2",
                 "--handlers",
                 "2",
                 "--fault-around",

@@ -17,7 +17,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::Parser;
-use herdless_pager::restore::{Ending, Restore, RestoreOptions, DEFAULT_SOCKET_MODE};
+use herdless_pager::restore::{Ending, Populate, Restore, RestoreOptions, DEFAULT_SOCKET_MODE};
 
 /// Serve a Firecracker snapshot's memory over the UFFD handoff.
 ///
@@ -49,15 +49,20 @@ struct Cli {
     /// demand faults first.
     #[arg(long, value_name = "TRACE")]
     prefetch: Option<PathBuf>,
+    /// Threads installing the --prefetch trace side by side (copying is
+    /// CPU-bound in the kernel: up to one per CPU the handler may use).
+    #[arg(long, value_name = "N", default_value_t = 1, requires = "prefetch")]
+    prefetch_threads: usize,
     /// Copy every page before serving the first fault (Firecracker's
     /// fault_all_handler).
     #[arg(long, conflicts_with = "prefetch")]
     copy_all: bool,
-    /// Read the whole memory file into the page cache and map it before
-    /// the VMM connects, as Firecracker's example handlers do
-    /// (MAP_POPULATE). --prefetch does it for the trace's pages.
-    #[arg(long)]
-    populate: bool,
+    /// Read the memory file into the page cache and map it before the VMM
+    /// connects: all of it, as Firecracker's example handlers do
+    /// (MAP_POPULATE), or only the pages of TRACE. --prefetch does it for
+    /// its trace's pages.
+    #[arg(long, value_name = "TRACE")]
+    populate: Option<Option<PathBuf>>,
     /// Write the figures as JSON to this file when the VMM exits.
     #[arg(long, value_name = "FILE")]
     stats_json: Option<PathBuf>,
@@ -134,8 +139,13 @@ fn main() -> ExitCode {
         handlers: cli.handlers,
         record: cli.record,
         prefetch: cli.prefetch,
+        prefetch_threads: cli.prefetch_threads,
         copy_all: cli.copy_all,
-        populate: cli.populate,
+        populate: match cli.populate {
+            None => Populate::Nothing,
+            Some(None) => Populate::All,
+            Some(Some(trace)) => Populate::Trace(trace),
+        },
         stats_json: cli.stats_json,
         allow_uid: cli.allow_uid,
         socket_mode: cli.socket_mode,

@@ -63,14 +63,17 @@ pub struct RestoreOptions {
     pub record: Option<PathBuf>,
     /// Prefetch the pages of this trace in the background.
     pub prefetch: Option<PathBuf>,
+    /// Threads installing the trace side by side (page population is
+    /// CPU-bound in the kernel: one per CPU the handler may use).
+    pub prefetch_threads: usize,
     /// Copy every page before serving any fault (Firecracker's
     /// `fault_all_handler`).
     pub copy_all: bool,
-    /// Read the whole memory file into the page cache and map it before the
-    /// VMM connects, as Firecracker's example handlers do (`MAP_POPULATE`):
-    /// no fill then waits for the file. (`--prefetch` does it for the
-    /// trace's pages and `--copy-all` for the whole file anyway.)
-    pub populate: bool,
+    /// What of the memory file to read into the page cache and map before
+    /// the VMM connects, so that no fill waits for the file
+    /// (`--prefetch` does it for its trace's pages and `--copy-all` for the
+    /// whole file anyway).
+    pub populate: Populate,
     /// Write the figures as JSON to this file at the end.
     pub stats_json: Option<PathBuf>,
     /// Only a peer of this user id may connect.
@@ -101,8 +104,9 @@ impl RestoreOptions {
             handlers: 1,
             record: None,
             prefetch: None,
+            prefetch_threads: 1,
             copy_all: false,
-            populate: false,
+            populate: Populate::Nothing,
             stats_json: None,
             allow_uid: None,
             socket_mode: DEFAULT_SOCKET_MODE,
@@ -112,6 +116,19 @@ impl RestoreOptions {
             quiet: false,
         }
     }
+}
+
+/// What of the memory file `herdless-uffd` maps before the VMM connects.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum Populate {
+    /// Nothing ahead: each page is read when first copied.
+    #[default]
+    Nothing,
+    /// The whole file, as Firecracker's example handlers do
+    /// (`MAP_POPULATE`).
+    All,
+    /// The pages of this working-set trace.
+    Trace(PathBuf),
 }
 
 /// Log lines on standard error, unless quiet.
@@ -189,16 +206,21 @@ impl Restore {
                 .transpose()
         };
         // Before the VMM connects: the pages that will be copied first.
-        let populated = if opts.populate || opts.copy_all {
-            source.populate(0, file_len)
-        } else if let Some(t) = &trace {
-            t.runs
-                .iter()
-                .try_for_each(|&(off, n)| source.populate(off, n * t.page_size))
-        } else {
-            Ok(())
-        };
         let log = Log { quiet: opts.quiet };
+        let ahead = match (&opts.populate, &trace) {
+            (Populate::All, _) => None,
+            _ if opts.copy_all => None,
+            (Populate::Trace(path), _) => Some(Trace::read(path)?),
+            (Populate::Nothing, Some(t)) => Some(t.clone()),
+            (Populate::Nothing, None) => Some(Trace::default()),
+        };
+        let populated = match ahead {
+            None => source.populate(0, file_len),
+            Some(t) => t
+                .runs
+                .iter()
+                .try_for_each(|&(off, n)| source.populate(off, n.saturating_mul(t.page_size))),
+        };
         if let Err(e) = populated {
             log.line(&format!(
                 "warning: could not read the memory file ahead: {e}"

@@ -81,13 +81,15 @@ pub(crate) fn everything(space: &Space) -> Vec<Range<usize>> {
 }
 
 /// Fills the missing pages of `plan`, in order, as prefetched pages, in
-/// runs of at most `chunk` pages (module doc). Stops early when the
-/// handlers are told to stop. Goes over the plan again while pages of it
-/// are still missing, at most [`PASSES`] times.
-pub(crate) fn run(sh: &Shared, plan: &[Range<usize>], chunk: usize) {
+/// runs of at most `chunk` pages (module doc): this thread takes the
+/// plan's ranges `lane`, `lane + lanes`, ..., so that `lanes` threads go
+/// down the plan side by side. Stops early when the handlers are told to
+/// stop. Goes over its ranges again while pages of the plan are still
+/// missing, at most [`PASSES`] times.
+pub(crate) fn run(sh: &Shared, plan: &[Range<usize>], chunk: usize, lane: usize, lanes: usize) {
     let mut scratch = vec![0u8; chunk * sh.page];
     for _pass in 0..PASSES {
-        for range in plan {
+        for range in plan.iter().skip(lane).step_by(lanes.max(1)) {
             if sh.stopping() {
                 return;
             }

@@ -84,7 +84,7 @@ pub(super) fn serve(
         // Before any fault is served, as Firecracker's fault_all_handler
         // (which copies every region on the first fault).
         let everything = prefetch::everything(&shared.space);
-        prefetch::run(&shared, &everything, COPY_ALL_CHUNK);
+        prefetch::run(&shared, &everything, COPY_ALL_CHUNK, 0, 1);
     }
     let signals = if opts.stop_on_signals {
         Some(Signals::block()?)
@@ -92,34 +92,36 @@ pub(super) fn serve(
         None
     };
     // The prefetch starts first: from the moment the userfaultfd arrives.
-    let prefetcher = if shared.plan.is_some() {
-        let sh = Arc::clone(&shared);
-        let spawned = std::thread::Builder::new()
-            .name("uffd-prefetch".into())
-            .spawn(move || {
-                if let Some(plan) = &sh.plan {
-                    prefetch::run(&sh, plan.ranges(), prefetch::CHUNK_PAGES);
+    let mut prefetchers = Vec::new();
+    if shared.plan.is_some() {
+        let lanes = opts.prefetch_threads.max(1);
+        for lane in 0..lanes {
+            let sh = Arc::clone(&shared);
+            let spawned = std::thread::Builder::new()
+                .name(format!("uffd-prefetch-{lane}"))
+                .spawn(move || {
+                    if let Some(plan) = &sh.plan {
+                        prefetch::run(&sh, plan.ranges(), prefetch::CHUNK_PAGES, lane, lanes);
+                    }
+                });
+            match spawned {
+                Ok(h) => prefetchers.push(h),
+                Err(e) => {
+                    log.line(&format!(
+                        "warning: prefetch thread {lane} not started ({e}); the others and \
+                         the faults still fill"
+                    ));
                 }
-            });
-        match spawned {
-            Ok(h) => Some(h),
-            Err(e) => {
-                log.line(&format!(
-                    "warning: no prefetch thread ({e}); faults still fill ahead"
-                ));
-                None
             }
         }
-    } else {
-        None
-    };
+    }
     let mut handlers = Vec::with_capacity(opts.handlers);
     let started_handlers = threads::spawn_handlers(&shared, HandlerMode::Poll, &mut handlers, 0);
     let ending = match started_handlers {
         Ok(()) => wait_for_the_end(&shared, &conn, restore, signals.as_ref()),
         Err(e) => Err(RestoreError::Pager(e)),
     };
-    stop(&shared, handlers, prefetcher);
+    stop(&shared, handlers, prefetchers);
     let ending = ending?;
 
     let stats = shared.counters.snapshot(&shared.per_handler);
@@ -148,10 +150,10 @@ pub(super) fn serve(
     Ok(summary)
 }
 
-/// Tells the handlers and the prefetcher to stop, and joins them.
-fn stop(shared: &Shared, handlers: Vec<JoinHandle<()>>, prefetcher: Option<JoinHandle<()>>) {
+/// Tells the handlers and the prefetchers to stop, and joins them.
+fn stop(shared: &Shared, handlers: Vec<JoinHandle<()>>, prefetchers: Vec<JoinHandle<()>>) {
     shared.stop_all(false);
-    if let Some(p) = prefetcher {
+    for p in prefetchers {
         let _ = p.join();
     }
     for h in handlers {

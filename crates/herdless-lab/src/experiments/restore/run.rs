@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
-use herdless_pager::restore::{Restore, RestoreOptions, RestoreSummary};
+use herdless_pager::restore::{Populate, Restore, RestoreOptions, RestoreSummary};
 use herdless_pager::vmm::GuestMemory;
 
 use super::workload::{self, Snapshot, PAGE};
@@ -146,12 +146,18 @@ pub(crate) fn measure(how: How, case: &Case<Params>) -> Result<Sample, LabError>
     let runs = workload::working_set(pages, ws_pages);
     let mut opts = RestoreOptions::new(socket_path(), &snapshot.path);
     opts.handlers = handlers(p.threads);
-    // As Firecracker's example handlers (MAP_POPULATE), for every variant:
-    // the memory file is mapped before the VMM connects.
-    opts.populate = true;
+    // Every handler has the working set's pages of the memory file mapped
+    // before the VMM connects (Firecracker's examples map the whole file;
+    // only the pages a variant copies matter, and mapping 256 MiB for each
+    // repetition would only cost the lab time). `copy-all` maps it all.
+    opts.populate = Populate::Trace(trace_for(&snapshot, &p, &runs)?);
     match how {
         How::OnDemand { window } => opts.fault_around = window,
-        How::Prefetch => opts.prefetch = Some(trace_for(&snapshot, &p, &runs)?),
+        How::Prefetch => {
+            opts.prefetch = Some(trace_for(&snapshot, &p, &runs)?);
+            // One per CPU: copying is the kernel's work, on the CPU asking.
+            opts.prefetch_threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+        }
         How::CopyAll => opts.copy_all = true,
     }
     let r = restore(&snapshot, opts, &runs, p.threads)?;
