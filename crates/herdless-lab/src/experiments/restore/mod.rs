@@ -9,13 +9,18 @@
 //! - `fault-around-64k`: the faulting page's 64 KiB window per fault;
 //! - `prefetch` (after): the working set recorded once (a 4 KiB on-demand
 //!   restore with `--record`, untimed), then installed in the background
-//!   from the handoff on (`--prefetch`), demand faults first;
+//!   from the handoff on (`--prefetch`, one prefetch thread per CPU),
+//!   demand faults first, a fault on a page of the trace filling the next
+//!   32 pages of it;
 //! - `copy-all`: every page copied before the first fault is answered, as
 //!   Firecracker's `fault_all_handler`.
 //!
 //! The handler is `herdless-uffd`'s library on a thread of the lab; the VMM
 //! is `herdless_pager::vmm`, which sets up guest memory and hands it over
 //! exactly as Firecracker does (a real socket, `SCM_RIGHTS`); `run.rs`.
+//! Every handler (min(T, 2) handler threads) has the working set's pages
+//! of the memory file mapped before the VMM connects, as Firecracker's
+//! examples map the whole file; `copy-all` maps all of it.
 //!
 //! Metrics: `time_ms`, from the handoff until every thread has touched its
 //! share of the working set (every word summed and checked against the
