@@ -7,8 +7,8 @@
 //! [`Restore::run`] accepts the VMM's connection, receives its message
 //! (`handoff.rs`), checks the mappings against the memory file
 //! (`mappings.rs`), serves faults until the VMM goes away (`server.rs`,
-//! with `prefetch.rs`), writes the trace (`trace.rs`) and returns the
-//! figures (`summary.rs`). Every refusal is a [`RestoreError`]
+//! with `prefetch.rs`; `signals.rs` for `SIGINT`/`SIGTERM`), writes the
+//! trace (`trace.rs`) and returns the figures (`summary.rs`). Every refusal is a [`RestoreError`]
 //! (`error.rs`) whose message is one line.
 //!
 //! The serving is the pager's own (`handler/`): the same threads, claims,
@@ -24,6 +24,7 @@ mod handoff;
 pub mod mappings;
 mod prefetch;
 mod server;
+mod signals;
 mod summary;
 pub mod trace;
 
