@@ -169,7 +169,7 @@ impl Shared {
         let c = &self.counters;
         match ask {
             Ask::Blocking => c.add(&c.pages_populated, n as u64),
-            Ask::Prefetch => c.add(&c.pages_prefetched, n as u64),
+            Ask::Prefetch | Ask::AheadNoWait => c.add(&c.pages_prefetched, n as u64),
             Ask::NoWait => c.add(&c.pages_fault_around, n as u64),
             Ask::Demand => {
                 let demand = u64::from(at == first && n > 0);

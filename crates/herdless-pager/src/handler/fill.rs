@@ -38,6 +38,10 @@ pub(crate) enum Ask {
     Demand,
     /// Only what the source has without blocking (fault-around).
     NoWait,
+    /// Only what the source has without blocking, counted as prefetched:
+    /// a handler filling ahead along the working set (`plan.rs`), which
+    /// must not wait for a disk while faults queue.
+    AheadNoWait,
 }
 
 /// How pages the source could not give were answered.
@@ -104,7 +108,7 @@ impl Shared {
                     .resident(off + self.page as u64, bytes - self.page)
                     / self.page
             }
-            Ask::NoWait => self.source.resident(off, bytes) / self.page,
+            Ask::NoWait | Ask::AheadNoWait => self.source.resident(off, bytes) / self.page,
         };
         if ready < n {
             self.release_and_wake(first + ready, n - ready);
@@ -148,7 +152,7 @@ impl Shared {
             Ask::Prefetch => (self.read_prefix(off, &mut buf[..avail]).0, None),
             // A neighbour the source cannot give is simply not taken; the
             // demand path reports errors.
-            Ask::NoWait => (self.read_nowait(off, &mut buf[..avail]), None),
+            Ask::NoWait | Ask::AheadNoWait => (self.read_nowait(off, &mut buf[..avail]), None),
             Ask::Demand => {
                 // One read for the whole run if the source has the faulting
                 // page without blocking; else a blocking read of that page
@@ -341,7 +345,7 @@ impl Shared {
                     let must = match ask {
                         Ask::Blocking => true,
                         Ask::Demand => done == 0,
-                        Ask::NoWait | Ask::Prefetch => false,
+                        Ask::NoWait | Ask::Prefetch | Ask::AheadNoWait => false,
                     };
                     if must {
                         self.ioctl_failed("UFFDIO_CONTINUE", e);

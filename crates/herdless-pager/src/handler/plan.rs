@@ -9,8 +9,10 @@
 //! caught up with the prefetcher finds a stretch of its working set
 //! present instead of faulting again at once. The faulting page is filled
 //! and its thread woken first, as with fault-around; the pages ahead are
-//! claimed like any others (filled once, never a discarded one) and
-//! counted as prefetched.
+//! claimed like any others (filled once, never a discarded one), taken
+//! only if the memory file has them without blocking (as fault-around's
+//! neighbours: `herdless-uffd` maps the trace's pages before the VMM
+//! connects, so they are), and counted as prefetched.
 
 use std::ops::Range;
 
@@ -90,7 +92,7 @@ impl Shared {
                 i += 1;
             }
             let _guard = ClaimGuard::new(self, first, n);
-            self.fill_run(first, n, Ask::Prefetch, scratch);
+            self.fill_run(first, n, Ask::AheadNoWait, scratch);
         }
     }
 

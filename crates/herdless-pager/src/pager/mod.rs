@@ -251,7 +251,7 @@ impl Drop for Pager {
         // 2. The handlers.
         match self.mode {
             HandlerMode::Poll => {
-                let _ = rustix::io::write(&self.shared.stop, &1u64.to_ne_bytes());
+                self.shared.stop_all(false);
             }
             HandlerMode::BlockingRead => {
                 if let Some(d) = &self.doorbell {

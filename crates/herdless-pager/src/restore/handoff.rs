@@ -53,7 +53,9 @@ impl std::fmt::Display for Peer {
 
 /// Creates the socket at `path` with permission bits `mode` (never
 /// broader for an instant: the process umask is narrowed around `bind`),
-/// and listens on it. Refuses a path that exists.
+/// and listens on it. Refuses a path that exists. The umask is the
+/// process's: a file another thread creates during the `bind` gets the
+/// narrow one too (the binary binds before it starts any thread).
 pub(crate) fn listen(path: &Path, mode: u32) -> Result<UnixListener, RestoreError> {
     let sock = |what, source| RestoreError::Socket {
         path: path.to_path_buf(),
@@ -66,8 +68,7 @@ pub(crate) fn listen(path: &Path, mode: u32) -> Result<UnixListener, RestoreErro
         });
     }
     let mode = mode & 0o777;
-    // The umask is per process: this runs before any thread of ours is
-    // started, and is restored right after.
+    // Narrowed for the `bind` only, restored right after.
     let old = rustix::process::umask(rustix::fs::Mode::from_bits_truncate(!mode & 0o777));
     let bound = UnixListener::bind(path);
     rustix::process::umask(old);
