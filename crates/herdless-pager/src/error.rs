@@ -36,9 +36,39 @@ pub enum PagerError {
         /// The system page size.
         page: usize,
     },
+    /// The fault-around window is larger than the pager serves
+    /// ([`MAX_FAULT_AROUND`](crate::MAX_FAULT_AROUND), the kernel's own cap
+    /// on `fault_around_bytes`: one page table of pages).
+    #[error("the fault-around window {window} is larger than the {max}-byte maximum")]
+    WindowTooLarge {
+        /// The window asked for, in bytes.
+        window: usize,
+        /// The largest window accepted.
+        max: usize,
+    },
     /// Zero handler threads were asked for.
     #[error("a pager needs at least one handler thread")]
     NoHandlers,
+    /// More handler threads were asked for than a pager starts
+    /// ([`MAX_HANDLERS`](crate::MAX_HANDLERS)).
+    #[error("{asked} handler threads asked for; a pager starts at most {max}")]
+    TooManyHandlers {
+        /// The count asked for.
+        asked: usize,
+        /// The largest count accepted.
+        max: usize,
+    },
+    /// The system refused a thread the pager needs (thread or memory
+    /// limits). Everything already started was stopped and released.
+    #[error("could not start {what} ({started} of the pager's threads were running): {source}")]
+    ThreadSpawn {
+        /// Which thread.
+        what: &'static str,
+        /// Threads already started (then stopped again).
+        started: usize,
+        /// The error from the system.
+        source: io::Error,
+    },
     /// The source is shorter than the region and the builder was told to
     /// refuse that ([`PagerBuilder::require_full_source`](crate::PagerBuilder::require_full_source)).
     #[error("the source holds {source_len} bytes, shorter than the {region_len}-byte region")]
@@ -67,6 +97,18 @@ pub enum PagerError {
         offset: u64,
         /// The error.
         source: io::Error,
+    },
+    /// A [`PageSource`](crate::PageSource) method panicked. While serving a
+    /// fault this is handled as a failed read: the faulting access is
+    /// answered as [`PagerError::SourceRead`] says, never left waiting.
+    #[error("the page source panicked in {method} (offset {offset}): {message}")]
+    SourcePanicked {
+        /// The method (`read_at`, `read_nowait`, `len`...).
+        method: &'static str,
+        /// Byte offset asked for (0 for methods without one).
+        offset: u64,
+        /// The panic's message.
+        message: String,
     },
     /// The kernel refused to create a userfaultfd.
     #[error(
@@ -110,6 +152,16 @@ pub enum PagerError {
         /// Offset of the access in the region.
         offset: usize,
     },
+    /// A thread faulted at an address the userfaultfd covers but no region
+    /// served does (a VMM registered more memory than it described). The
+    /// fault was answered with a poisoned page (zeros without
+    /// `UFFDIO_POISON`), so the thread gets `SIGBUS` rather than waiting
+    /// forever.
+    #[error("a fault at {address:#x}, outside every region served: answered with a poisoned page")]
+    FaultOutsideRegions {
+        /// The faulting address.
+        address: usize,
+    },
     /// A range given to [`Pager::discard`](crate::Pager::discard) or
     /// [`Pager::populate`](crate::Pager::populate) is out of the region or
     /// not page-aligned.
@@ -122,7 +174,10 @@ pub enum PagerError {
         /// The region's length.
         region_len: usize,
     },
-    /// A handler thread panicked (a bug in a `PageSource` or in the pager).
+    /// A handler thread panicked outside a `PageSource` call (a bug in the
+    /// pager). The fault it was serving was answered with a poisoned page
+    /// (zeros without `UFFDIO_POISON`), its claims given back, and the
+    /// handler went on serving.
     #[error("handler thread {0} panicked")]
     HandlerPanicked(usize),
 }

@@ -1,21 +1,26 @@
-//! # herdless-pager (seed 002, with seed 000's handler threads)
+//! # herdless-pager: serve memory lazily with userfaultfd
 //!
-//! A userfaultfd pager with fault-around. Seed 002 ("mm: map few pages
-//! around fault address if they are in page cache", Shutemov 2014) cut page
-//! faults by mapping, on one fault, the neighbouring pages of an aligned
-//! window that the page cache has without blocking. User-space pagers
-//! (snapshot restore, lazy loading, post-copy migration) mostly serve one
-//! page per fault; this one serves the window.
+//! Two ways in, one fault path:
+//! - a [`Pager`] maps a region of `len` bytes in this process and fills
+//!   each page on first access from a [`PageSource`] ([`FileSource`],
+//!   [`MemSource`], [`ZeroSource`], or your own): lazy loading, post-copy
+//!   migration, restoring a process snapshot;
+//! - `herdless-uffd` (the binary; its library is [`restore`]) is a
+//!   page-fault handler for Firecracker snapshot restores, a drop-in for
+//!   Firecracker's example handlers, with fault-around, several handler
+//!   threads, working-set record and prefetch, and the refusals a handler
+//!   between a VMM and a snapshot file needs. See the README's "Restoring a
+//!   Firecracker snapshot".
 //!
-//! A [`Pager`] maps a region of `len` bytes, registers it with a
-//! userfaultfd, and runs handler threads (seed 000: blocking readers, woken
-//! one per message, or pollers) that fill each faulting page from a
-//! [`PageSource`] ([`FileSource`], [`MemSource`], [`ZeroSource`]) and then
-//! its window's missing neighbours the source has without blocking (for
-//! files, pages the page cache holds: the seed's `fault_nonblock`), the
-//! faulting page and the neighbours after it in one `UFFDIO_COPY`, copied
-//! straight from the source's memory (a `MemSource`'s bytes, a read-only
-//! mapping of a `FileSource`'s file) where it has some.
+//! Seed 002 ("mm: map few pages around fault address if they are in page
+//! cache", Shutemov 2014) cut page faults by mapping, on one fault, the
+//! neighbouring pages of an aligned window that the page cache has without
+//! blocking. User-space pagers mostly serve one page per fault; this one
+//! serves the window: the faulting page and the neighbours after it in one
+//! `UFFDIO_COPY`, copied straight from the source's memory (a `MemSource`'s
+//! bytes, a read-only mapping of a `FileSource`'s file) where it has some.
+//! Its handler threads are seed 000's (blocking readers, woken one per
+//! message, or pollers).
 //!
 //! Needs userfaultfd (root, or see [`PagerError::UserfaultfdUnavailable`]);
 //! `examples/lazy_file.rs` is a complete program.
@@ -37,22 +42,28 @@
 //! # Ok::<(), herdless_pager::PagerError>(())
 //! ```
 //!
-//! # Contract (DESIGN.md, contract 7)
+//! # Contract (ARCHITECTURE contracts 9 and 10)
 //! Fault-around never changes what the faulting access sees, never maps
 //! past the end of the source (past it the region reads zeros), never
 //! overwrites a page already present (`UFFDIO_COPY` refuses, and the
 //! per-page state of `page_state.rs` keeps two threads from filling one
 //! page), and never resurrects discarded data: a `MADV_DONTNEED`d page
-//! reads as zeros (see `handler.rs` for the race with an in-flight fill).
-//! A failed source read poisons the faulting page (`SIGBUS` on access,
-//! where the kernel has `UFFDIO_POISON`) and is reported, never left
-//! hanging. See `pager.rs` for shutdown and why a pager cannot be dropped
-//! while threads fault on it.
+//! reads as zeros (see `handler/discard.rs` for the race with an in-flight
+//! fill). A failed source read, or a `PageSource` method that panics,
+//! poisons the faulting page (`SIGBUS` on access, where the kernel has
+//! `UFFDIO_POISON`) and is reported, never left hanging; a file that shrank
+//! reads as a mapping of it would (its last page's bytes then zeros,
+//! `SIGBUS` past it), whatever the window. See `pager/mod.rs` for shutdown
+//! and why a pager cannot be dropped while threads fault on it.
 //!
 //! Files: `uffd.rs` (system calls), `page_state.rs` (per-page states),
-//! `handler.rs` (fault path), `pager.rs` (builder, lifecycle),
-//! `source/` (sources; `file_map.rs` the mapping a file is copied from),
-//! `stats.rs`, `error.rs`.
+//! `space.rs` (the regions served), `handler/` (the fault path: threads,
+//! one fault, fills, discards, background fills, the prefetch plan),
+//! `pager/` (builder, checks, registration, threads, lifecycle), `source/`
+//! (sources; `file_map.rs` the mapping a file is copied from, `guarded.rs`
+//! the calls into a source with its panics caught), `restore/`
+//! (`herdless-uffd`), `vmm.rs` (Firecracker's side of the handoff, for
+//! tests and the lab), `stats.rs`, `error.rs`.
 
 #![warn(missing_docs)]
 
@@ -60,11 +71,17 @@ mod error;
 mod handler;
 mod page_state;
 mod pager;
+pub mod restore;
 mod source;
+mod space;
 mod stats;
 mod uffd;
+#[doc(hidden)]
+pub mod vmm;
 
 pub use error::PagerError;
-pub use pager::{HandlerMode, Pager, PagerBuilder, DEFAULT_FAULT_AROUND};
+pub use pager::{
+    HandlerMode, Pager, PagerBuilder, DEFAULT_FAULT_AROUND, MAX_FAULT_AROUND, MAX_HANDLERS,
+};
 pub use source::{FileSource, MemSource, PageSource, ZeroSource};
 pub use stats::{Latency, PagerStats};

@@ -19,11 +19,11 @@
 //!
 //! Only the owner of a claim leaves `INSTALLING` by CAS; `discard` may take
 //! the page away from it at any time, which the owner sees as a failed CAS
-//! (see `handler.rs` for what it then does). All operations are `AcqRel`/
+//! (see `handler/discard.rs` for what it then does). All operations are `AcqRel`/
 //! `Acquire`: the state itself carries no data the threads exchange (page
 //! contents go through the kernel), so the orderings only need each page's
 //! word to be coherent; the ticket argument that gives `stamp` its meaning is
-//! in `handler.rs`.
+//! in `handler/discard.rs`.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -64,6 +64,11 @@ impl PageStates {
     /// The current word of `page`.
     pub(crate) fn load(&self, page: usize) -> u64 {
         self.words[page].load(Ordering::Acquire)
+    }
+
+    /// Whether `page` is `MISSING` (nobody filled or discarded it).
+    pub(crate) fn is_missing(&self, page: usize) -> bool {
+        kind(self.load(page)) == MISSING
     }
 
     /// `MISSING → INSTALLING`: the caller becomes the page's only installer.

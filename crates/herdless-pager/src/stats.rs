@@ -30,6 +30,7 @@ pub(crate) struct Counters {
     pub(crate) pages_on_demand: AtomicU64,
     pub(crate) pages_fault_around: AtomicU64,
     pub(crate) pages_populated: AtomicU64,
+    pub(crate) pages_prefetched: AtomicU64,
     pub(crate) zero_pages: AtomicU64,
     pub(crate) eexist: AtomicU64,
     pub(crate) eagain_partial: AtomicU64,
@@ -46,6 +47,8 @@ pub(crate) struct Counters {
     pub(crate) source_errors: AtomicU64,
     pub(crate) poisoned_pages: AtomicU64,
     pub(crate) handler_self_faults: AtomicU64,
+    pub(crate) unmapped_faults: AtomicU64,
+    pub(crate) fills_unmapped: AtomicU64,
     latency_total_ns: AtomicU64,
     latency_max_ns: AtomicU64,
     latency: Buckets,
@@ -89,6 +92,7 @@ impl Counters {
             pages_on_demand: self.pages_on_demand.load(Relaxed),
             pages_fault_around: self.pages_fault_around.load(Relaxed),
             pages_populated: self.pages_populated.load(Relaxed),
+            pages_prefetched: self.pages_prefetched.load(Relaxed),
             zero_pages: self.zero_pages.load(Relaxed),
             eexist: self.eexist.load(Relaxed),
             eagain_partial: self.eagain_partial.load(Relaxed),
@@ -99,6 +103,8 @@ impl Counters {
             source_errors: self.source_errors.load(Relaxed),
             poisoned_pages: self.poisoned_pages.load(Relaxed),
             handler_self_faults: self.handler_self_faults.load(Relaxed),
+            unmapped_faults: self.unmapped_faults.load(Relaxed),
+            fills_unmapped: self.fills_unmapped.load(Relaxed),
             per_handler_faults: per_handler.iter().map(|c| c.load(Relaxed)).collect(),
             latency: Latency {
                 count,
@@ -146,6 +152,9 @@ pub struct PagerStats {
     pub pages_fault_around: u64,
     /// Pages filled from the source by [`Pager::populate`](crate::Pager::populate).
     pub pages_populated: u64,
+    /// Pages filled from the source by a working-set prefetch
+    /// (`herdless-uffd --prefetch`, or copying everything up front).
+    pub pages_prefetched: u64,
     /// Zero pages mapped (past the source's end, or after a discard).
     pub zero_pages: u64,
     /// Fills that met an already present page (`EEXIST`).
@@ -159,7 +168,7 @@ pub struct PagerStats {
     pub discard_events: u64,
     /// Pages those events covered.
     pub pages_discarded: u64,
-    /// Pages discarded again because a fill raced a discard (see `handler.rs`).
+    /// Pages discarded again because a fill raced a discard (see `handler/discard.rs`).
     pub rezaps: u64,
     /// Source reads that failed while serving a fault.
     pub source_errors: u64,
@@ -167,6 +176,11 @@ pub struct PagerStats {
     pub poisoned_pages: u64,
     /// Faults raised by a handler thread on its own region.
     pub handler_self_faults: u64,
+    /// Faults at addresses in no region served (answered with poison).
+    pub unmapped_faults: u64,
+    /// Fills or wakes that found their range no longer registered
+    /// (`ENOENT`: the served process unmapped it, e.g. while exiting).
+    pub fills_unmapped: u64,
     /// Fault messages served by each handler thread.
     pub per_handler_faults: Vec<u64>,
     /// Fault service latency.
@@ -176,7 +190,10 @@ pub struct PagerStats {
 impl PagerStats {
     /// Pages filled from the source, all causes.
     pub fn pages_installed(&self) -> u64 {
-        self.pages_on_demand + self.pages_fault_around + self.pages_populated
+        self.pages_on_demand
+            + self.pages_fault_around
+            + self.pages_populated
+            + self.pages_prefetched
     }
 
     /// Pages filled (from the source or with zeros) per fault message: 1 with

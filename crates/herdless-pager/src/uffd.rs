@@ -101,6 +101,13 @@ impl Uffd {
         })
     }
 
+    /// A userfaultfd another process opened and initialised (`UFFDIO_API`
+    /// done, ranges registered in its memory), received over a socket;
+    /// `features` as that handshake granted them.
+    pub(crate) fn adopt(fd: OwnedFd, features: u64) -> Uffd {
+        Uffd { fd, features }
+    }
+
     fn raw_open(nonblocking: bool, user_mode_only: bool) -> io::Result<OwnedFd> {
         use rustix::mm::UserfaultfdFlags as F;
         let mut flags = F::CLOEXEC;

@@ -9,6 +9,7 @@ pub mod fault_around;
 pub mod futex_wake;
 pub mod herd;
 pub mod locks;
+pub mod restore;
 pub mod rwsem;
 
 /// Every experiment, in the order `all` runs them.
@@ -21,6 +22,7 @@ pub fn all() -> Vec<Experiment> {
         epoll::experiment(),
         fault_around::experiment(),
         bounce::experiment(),
+        restore::experiment(),
     ]
 }
 

@@ -15,7 +15,10 @@ use super::PageSource;
 use crate::PagerError;
 
 /// A regular file. Its length is taken when it is opened; if it later
-/// shrinks, reads past the new end fail and the pager reports them.
+/// shrinks, the region reads as a mapping of the file would: the page
+/// holding the new end reads the file's bytes then zeros, and a page wholly
+/// past it fails (the pager reports the error and poisons the page:
+/// `SIGBUS`, as a mapped file gives).
 #[derive(Debug)]
 pub struct FileSource {
     file: File,
@@ -65,6 +68,22 @@ impl FileSource {
     pub fn path(&self) -> &Path {
         &self.path
     }
+
+    /// Prepares `[offset, offset + len)` of the file for copying: reads it
+    /// into the page cache if it is not there, and maps it into the
+    /// source's read-only mapping, so that a fill from it later takes no
+    /// fault. What Firecracker's example handlers do for the whole memory
+    /// file (`MAP_POPULATE`) before the VMM connects; `herdless-uffd` does
+    /// it for the working set it will prefetch. Does nothing for a file
+    /// that could not be mapped.
+    pub fn populate(&self, offset: u64, len: u64) -> Result<(), PagerError> {
+        match &self.map {
+            Some(m) => m
+                .populate(offset, len)
+                .map_err(|source| PagerError::SourceRead { offset, source }),
+            None => Ok(()),
+        }
+    }
 }
 
 /// Whether `file` lives in shmem (tmpfs, memfd), which minor mode can map.
@@ -82,11 +101,25 @@ impl PageSource for FileSource {
         self.len
     }
 
+    /// Reads with `pread`. Where the file ends inside the last page asked
+    /// for (it shrank since it was opened, or its length is not a page
+    /// multiple), the rest of that page reads zeros, as through `mmap`; a
+    /// page wholly past the end is an `UnexpectedEof` error.
     fn read_at(&self, offset: u64, mut buf: &mut [u8]) -> io::Result<()> {
         let mut at = offset;
         while !buf.is_empty() {
             match rustix::io::pread(&self.file, &mut *buf, at) {
-                Ok(0) => return Err(io::ErrorKind::UnexpectedEof.into()),
+                Ok(0) => {
+                    // End of file at `at`: zeros up to its page's end are
+                    // what a mapping shows; anything past that page is not.
+                    let page = rustix::param::page_size() as u64;
+                    let page_end = at.div_ceil(page) * page;
+                    if at + buf.len() as u64 <= page_end && at % page != 0 {
+                        buf.fill(0);
+                        return Ok(());
+                    }
+                    return Err(io::ErrorKind::UnexpectedEof.into());
+                }
                 Ok(n) => {
                     buf = &mut buf[n..];
                     at += n as u64;

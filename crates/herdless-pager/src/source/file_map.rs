@@ -56,6 +56,35 @@ impl FileMap {
         self.ptr
     }
 
+    /// Maps the pages of `[offset, offset + len)` now (reading them into the
+    /// page cache if need be: `MADV_POPULATE_READ`, Linux 5.14; before
+    /// that only `MADV_WILLNEED`'s read-ahead), so that copies from them
+    /// later take no fault on this mapping.
+    pub(crate) fn populate(&self, offset: u64, len: u64) -> std::io::Result<()> {
+        let start =
+            usize::try_from(offset).unwrap_or(usize::MAX).min(self.len) / self.page * self.page;
+        let end = usize::try_from(offset.saturating_add(len))
+            .unwrap_or(usize::MAX)
+            .min(self.len);
+        if start >= end {
+            return Ok(());
+        }
+        // SAFETY: `start..end` lies inside our mapping (clipped above);
+        // populating only maps file pages, which nothing in Rust reads.
+        let addr = unsafe { self.ptr.add(start) }.cast();
+        // SAFETY: as above.
+        match unsafe {
+            rustix::mm::madvise(addr, end - start, rustix::mm::Advice::LinuxPopulateRead)
+        } {
+            Err(rustix::io::Errno::INVAL) => {
+                // SAFETY: as above; read-ahead only.
+                unsafe { rustix::mm::madvise(addr, end - start, rustix::mm::Advice::WillNeed) }?;
+                Ok(())
+            }
+            r => Ok(r?),
+        }
+    }
+
     /// Bytes from `offset` (page-aligned), at most `len`, whose pages the
     /// page cache holds: the resident prefix, by `mincore`. Zero on any
     /// error (nothing is known to be available without blocking).

@@ -7,6 +7,7 @@
 
 mod file;
 mod file_map;
+mod guarded;
 mod mem;
 mod zero;
 
@@ -14,6 +15,7 @@ use std::io;
 use std::os::fd::BorrowedFd;
 
 pub use file::FileSource;
+pub(crate) use guarded::{GuardedSource, SourceFailure};
 pub use mem::MemSource;
 pub use zero::ZeroSource;
 

@@ -1,0 +1,172 @@
+//! One measurement of `restore`: `herdless-uffd`'s server (the library
+//! the binary runs) on a thread of this process, a VMM played by
+//! `herdless_pager::vmm` exactly as Firecracker hands over its memory, and
+//! the workload touching the working set from T threads.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+use herdless_pager::restore::{Populate, Restore, RestoreOptions, RestoreSummary};
+use herdless_pager::vmm::GuestMemory;
+
+use super::workload::{self, Snapshot, PAGE};
+use super::{How, Params};
+use crate::harness::{gang, Case, LabError, Sample};
+
+/// Handler threads: one per workload thread, at most 2 (the CPUs here).
+fn handlers(threads: usize) -> usize {
+    threads.clamp(1, 2)
+}
+
+/// A fresh socket path.
+fn socket_path() -> PathBuf {
+    static N: AtomicUsize = AtomicUsize::new(0);
+    std::env::temp_dir().join(format!(
+        "herdless-lab-restore-{}-{}.sock",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed)
+    ))
+}
+
+fn restore_err(e: herdless_pager::restore::RestoreError) -> LabError {
+    LabError::Sample(format!("herdless-uffd: {e}"))
+}
+
+/// What one restore measured.
+struct Restored {
+    /// From the handoff to the last thread's last touch.
+    time: Duration,
+    summary: RestoreSummary,
+}
+
+/// Restores `snapshot` with `opts`, the workload touching `runs` from
+/// `threads` threads; checks every sum.
+fn restore(
+    snapshot: &Snapshot,
+    mut opts: RestoreOptions,
+    runs: &[(usize, usize)],
+    threads: usize,
+) -> Result<Restored, LabError> {
+    opts.quiet = true;
+    let restore = Restore::bind(opts).map_err(restore_err)?;
+    let socket = restore.socket_path().to_path_buf();
+    let server = std::thread::Builder::new()
+        .name("lab-restore-server".into())
+        .spawn(move || restore.run())
+        .map_err(|e| LabError::os("spawning the restore server", e))?;
+    let outcome = (|| {
+        let mem = GuestMemory::new(&[snapshot.len])
+            .map_err(|e| LabError::os("guest memory (userfaultfd)", e))?;
+        let base = mem.regions()[0].base;
+        let sums: Vec<AtomicU64> = (0..threads).map(|_| AtomicU64::new(0)).collect();
+        let shares: Vec<Vec<(usize, usize)>> = (0..threads)
+            .map(|t| workload::share(runs, t, threads))
+            .collect();
+        let t0 = Instant::now();
+        let conn = mem
+            .handoff(&socket)
+            .map_err(|e| LabError::os("handoff", e))?;
+        gang(threads, |t| {
+            sums[t].store(workload::touch(base, &shares[t]), Ordering::Relaxed);
+        })?;
+        let time = t0.elapsed();
+        drop(conn); // the VMM exits: the server returns its summary
+        for (t, share) in shares.iter().enumerate() {
+            let (got, want) = (
+                sums[t].load(Ordering::Relaxed),
+                workload::expected(snapshot, share),
+            );
+            if got != want {
+                return Err(LabError::Sample(format!(
+                    "thread {t} summed {got:#x}, the snapshot's pages sum to {want:#x}: a page \
+                     was served wrong"
+                )));
+            }
+        }
+        Ok(time)
+    })();
+    let summary = server
+        .join()
+        .map_err(|_| LabError::Panicked("the restore server".into()))?
+        .map_err(restore_err)?;
+    let time = outcome?;
+    if !summary.clean() {
+        return Err(LabError::Sample(format!(
+            "the restore was not clean: {} {:?}",
+            summary.line(),
+            summary.errors
+        )));
+    }
+    Ok(Restored { time, summary })
+}
+
+/// The working-set trace of a case, recorded once (a 4 KiB on-demand
+/// restore, untimed) and kept for the lab's lifetime.
+fn trace_for(
+    snapshot: &Snapshot,
+    p: &Params,
+    runs: &[(usize, usize)],
+) -> Result<PathBuf, LabError> {
+    /// (snapshot MiB, working set %, threads) → the trace recorded.
+    type Traces = Mutex<HashMap<(usize, usize, usize), PathBuf>>;
+    static TRACES: OnceLock<Traces> = OnceLock::new();
+    let traces = TRACES.get_or_init(|| Mutex::new(HashMap::new()));
+    let key = (p.snapshot_mib, p.working_set_percent, p.threads);
+    let mut traces = traces
+        .lock()
+        .map_err(|_| LabError::Panicked("the trace table".into()))?;
+    if let Some(t) = traces.get(&key) {
+        return Ok(t.clone());
+    }
+    let path = std::env::temp_dir().join(format!(
+        "herdless-lab-restore-{}-{}m-{}p-{}t.trace",
+        std::process::id(),
+        p.snapshot_mib,
+        p.working_set_percent,
+        p.threads
+    ));
+    let mut opts = RestoreOptions::new(socket_path(), &snapshot.path);
+    opts.handlers = handlers(p.threads);
+    opts.record = Some(path.clone());
+    restore(snapshot, opts, runs, p.threads)?;
+    traces.insert(key, path.clone());
+    Ok(path)
+}
+
+/// Measures one case with one restore method.
+pub(crate) fn measure(how: How, case: &Case<Params>) -> Result<Sample, LabError> {
+    let p = case.params;
+    let bytes = p.snapshot_mib << 20;
+    let snapshot = workload::snapshot(bytes)?;
+    let pages = bytes / PAGE;
+    let ws_pages = pages * p.working_set_percent / 100;
+    let runs = workload::working_set(pages, ws_pages);
+    let mut opts = RestoreOptions::new(socket_path(), &snapshot.path);
+    opts.handlers = handlers(p.threads);
+    // Every handler has the working set's pages of the memory file mapped
+    // before the VMM connects (Firecracker's examples map the whole file;
+    // only the pages a variant copies matter, and mapping 256 MiB for each
+    // repetition would only cost the lab time). `copy-all` maps it all.
+    opts.populate = Populate::Trace(trace_for(&snapshot, &p, &runs)?);
+    match how {
+        How::OnDemand { window } => opts.fault_around = window,
+        How::Prefetch => {
+            opts.prefetch = Some(trace_for(&snapshot, &p, &runs)?);
+            // One per CPU: copying is the kernel's work, on the CPU asking.
+            opts.prefetch_threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+        }
+        How::CopyAll => opts.copy_all = true,
+    }
+    let r = restore(&snapshot, opts, &runs, p.threads)?;
+    let s = &r.summary.stats;
+    let copied = r.summary.pages_copied();
+    let mib = |pages: u64| (pages * PAGE as u64) as f64 / f64::from(1 << 20);
+    Ok(Sample::new()
+        .with("time_ms", r.time.as_secs_f64() * 1e3)
+        .with("demand_faults", s.faults as f64)
+        .with("copied_mib", mib(copied))
+        .with("unread_mib", mib(copied.saturating_sub(ws_pages as u64))))
+}

@@ -1,0 +1,59 @@
+//! The `restore` experiment's smoke suite in process: every variant
+//! measured without an error, and the counts that do not depend on timing
+//! exactly as the restore methods make them.
+
+use std::time::SystemTime;
+
+use herdless_lab::experiments;
+use herdless_lab::harness::report::Machine;
+use herdless_lab::harness::{run_experiment, Report, RunOptions, Suite};
+
+#[test]
+fn restore_smoke_measures_every_variant_with_the_counts_each_method_implies() {
+    if let Err(e) = herdless_pager::vmm::GuestMemory::new(&[4096]) {
+        eprintln!("skipping: userfaultfd is not permitted here ({e})");
+        return;
+    }
+    let exp = experiments::find("restore").unwrap();
+    let opts = RunOptions::new(Suite::Smoke);
+    let result = run_experiment(&exp, &opts).unwrap();
+    let report = Report::new(Machine::detect(), &opts, SystemTime::now(), vec![result]);
+    let section = &report.experiments[0].sections[0];
+    let names: Vec<&str> = section.variants.iter().map(|v| v.name.as_str()).collect();
+    assert_eq!(
+        names,
+        ["4k-on-demand", "fault-around-64k", "prefetch", "copy-all"]
+    );
+    // Smoke: a 16 MiB snapshot, 10% of its 4096 pages touched.
+    let ws_mib = (4096 * 10 / 100) as f64 * 4096.0 / f64::from(1 << 20);
+    for case in &section.cases {
+        for cell in &case.cells {
+            assert!(
+                cell.errors.is_empty(),
+                "{} at {}: {:?}",
+                cell.variant,
+                case.label,
+                cell.errors
+            );
+            let m = |name: &str| cell.metrics[name].median;
+            match cell.variant.as_str() {
+                "4k-on-demand" => {
+                    // One fault and one page per working-set page.
+                    assert_eq!(m("copied_mib"), ws_mib);
+                    assert_eq!(m("unread_mib"), 0.0);
+                    assert!(m("demand_faults") >= 409.0);
+                }
+                "fault-around-64k" => assert!(m("unread_mib") > 0.0, "neighbours nobody reads"),
+                "prefetch" => {
+                    assert_eq!(m("copied_mib"), ws_mib, "the working set, once");
+                    assert_eq!(m("unread_mib"), 0.0);
+                }
+                "copy-all" => {
+                    assert_eq!(m("copied_mib"), 16.0);
+                    assert_eq!(m("demand_faults"), 0.0, "nothing left to fault on");
+                }
+                other => panic!("unexpected variant {other}"),
+            }
+        }
+    }
+}

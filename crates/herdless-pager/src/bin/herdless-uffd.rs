@@ -1,0 +1,196 @@
+//! `herdless-uffd`: a page-fault handler for restoring Firecracker
+//! snapshots, a drop-in for Firecracker's example handlers
+//! (`herdless-uffd <SOCKET> <MEMORY_FILE>`), served by herdless-pager's
+//! handler threads with fault-around, working-set record and prefetch.
+//! The logic is the library's `restore` module; this file is the command
+//! line, the log and the exit status.
+//!
+//! Exit status: 0 when the VMM went away and every fault was served; 3
+//! when it went away but some faults could not be served from the memory
+//! file (poisoned: a file that shrank, a fault outside every mapping) or
+//! errors were reported; 1 when the handler refused (options, files, peer,
+//! handoff: one line on standard error says why) or its handlers failed;
+//! 2 for a usage error; 128 + the signal on `SIGINT`/`SIGTERM`.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::Parser;
+use herdless_pager::restore::{Ending, Populate, Restore, RestoreOptions, DEFAULT_SOCKET_MODE};
+
+/// Serve a Firecracker snapshot's memory over the UFFD handoff.
+///
+/// Listens on SOCKET (give its path to Firecracker's snapshot load as
+/// mem_backend {"backend_type": "Uffd", "backend_path": SOCKET}), receives
+/// the VMM's guest memory mappings and userfaultfd, and serves every page
+/// fault from MEMORY_FILE until the VMM exits. Needs root, or access to
+/// /dev/userfaultfd for the VMM; runs as any user that can read the
+/// memory file and reach the socket.
+#[derive(Debug, Parser)]
+#[command(name = "herdless-uffd", version, max_term_width = 100)]
+struct Cli {
+    /// Unix socket to create and listen on (must not exist).
+    socket: PathBuf,
+    /// The snapshot's guest memory file.
+    memory_file: PathBuf,
+    /// Fault-around window in bytes (a power of two, 4096 to 2 MiB; 4096
+    /// is off, as Firecracker's example handler). Accepts K and M suffixes.
+    #[arg(long, value_name = "BYTES", default_value = "4096", value_parser = parse_bytes)]
+    fault_around: usize,
+    /// Handler threads.
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    handlers: usize,
+    /// Write the pages faulted on, in first-touch order, to this trace
+    /// file when the VMM exits (record with --fault-around 4096).
+    #[arg(long, value_name = "TRACE")]
+    record: Option<PathBuf>,
+    /// Install the pages of this trace in the background from the start,
+    /// demand faults first.
+    #[arg(long, value_name = "TRACE")]
+    prefetch: Option<PathBuf>,
+    /// Threads installing the --prefetch trace side by side (copying is
+    /// CPU-bound in the kernel: up to one per CPU the handler may use).
+    #[arg(long, value_name = "N", default_value_t = 1, requires = "prefetch")]
+    prefetch_threads: usize,
+    /// Copy every page before serving the first fault (Firecracker's
+    /// fault_all_handler).
+    #[arg(long, conflicts_with = "prefetch")]
+    copy_all: bool,
+    /// Read the memory file into the page cache and map it before the VMM
+    /// connects: all of it, as Firecracker's example handlers do
+    /// (MAP_POPULATE), or only the pages of TRACE. --prefetch does it for
+    /// its trace's pages.
+    #[arg(long, value_name = "TRACE")]
+    populate: Option<Option<PathBuf>>,
+    /// Write the figures as JSON to this file when the VMM exits.
+    #[arg(long, value_name = "FILE")]
+    stats_json: Option<PathBuf>,
+    /// Accept only a peer with this user id (others are logged and turned
+    /// away before anything is read from them).
+    #[arg(long, value_name = "UID")]
+    allow_uid: Option<u32>,
+    /// Permission bits of the socket, in octal.
+    #[arg(long, value_name = "OCTAL", default_value = "600", value_parser = parse_mode)]
+    socket_mode: u32,
+    /// Give up if no VMM connects within this many seconds (default: wait
+    /// forever).
+    #[arg(long, value_name = "SECS")]
+    accept_timeout: Option<f64>,
+    /// Give up if the VMM, once connected, sends no complete handoff
+    /// message within this many seconds.
+    #[arg(long, value_name = "SECS", default_value_t = 10.0)]
+    handoff_timeout: f64,
+    /// Log nothing but errors and the summary.
+    #[arg(long)]
+    quiet: bool,
+}
+
+fn parse_bytes(s: &str) -> Result<usize, String> {
+    let s = s.trim();
+    let (digits, mult) = match s.char_indices().find(|(_, c)| !c.is_ascii_digit()) {
+        None => (s, 1),
+        Some((i, _)) => {
+            let unit = s[i..].to_ascii_lowercase();
+            let mult = match unit.as_str() {
+                "k" | "kib" | "kb" => 1 << 10,
+                "m" | "mib" | "mb" => 1 << 20,
+                _ => return Err(format!("unknown unit {:?} (use K or M)", &s[i..])),
+            };
+            (&s[..i], mult)
+        }
+    };
+    digits
+        .parse::<usize>()
+        .ok()
+        .and_then(|n| n.checked_mul(mult))
+        .ok_or_else(|| format!("{s:?} is not a byte count"))
+}
+
+fn parse_mode(s: &str) -> Result<u32, String> {
+    let m = u32::from_str_radix(s.trim_start_matches("0o"), 8)
+        .map_err(|_| format!("{s:?} is not an octal mode"))?;
+    if m > 0o777 {
+        return Err(format!("{s:?}: only permission bits (at most 777)"));
+    }
+    Ok(m)
+}
+
+fn seconds(s: f64) -> Result<Duration, String> {
+    Duration::try_from_secs_f64(s).map_err(|_| format!("{s} is not a number of seconds"))
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let usage = |msg: String| {
+        eprintln!("herdless-uffd: error: {msg}");
+        ExitCode::from(2)
+    };
+    let accept_timeout = match cli.accept_timeout.map(seconds).transpose() {
+        Ok(t) => t,
+        Err(e) => return usage(e),
+    };
+    let handoff_timeout = match seconds(cli.handoff_timeout) {
+        Ok(t) => t,
+        Err(e) => return usage(e),
+    };
+    let opts = RestoreOptions {
+        fault_around: cli.fault_around,
+        handlers: cli.handlers,
+        record: cli.record,
+        prefetch: cli.prefetch,
+        prefetch_threads: cli.prefetch_threads,
+        copy_all: cli.copy_all,
+        populate: match cli.populate {
+            None => Populate::Nothing,
+            Some(None) => Populate::All,
+            Some(Some(trace)) => Populate::Trace(trace),
+        },
+        stats_json: cli.stats_json,
+        allow_uid: cli.allow_uid,
+        socket_mode: cli.socket_mode,
+        accept_timeout,
+        handoff_timeout,
+        stop_on_signals: true,
+        quiet: cli.quiet,
+        ..RestoreOptions::new(cli.socket, cli.memory_file)
+    };
+    debug_assert_eq!(DEFAULT_SOCKET_MODE, 0o600);
+    let restore = match Restore::bind(opts) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("herdless-uffd: error: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    if !cli.quiet {
+        eprintln!(
+            "herdless-uffd: listening on {}",
+            restore.socket_path().display()
+        );
+    }
+    match restore.run() {
+        Ok(summary) => {
+            for e in summary.errors.iter().take(20) {
+                eprintln!("herdless-uffd: {e}");
+            }
+            if summary.errors.len() > 20 {
+                eprintln!(
+                    "herdless-uffd: ... {} more errors",
+                    summary.errors.len() - 20
+                );
+            }
+            println!("{}", summary.line());
+            match summary.ending {
+                Ending::Signal(s) => ExitCode::from((128 + s).clamp(0, 255) as u8),
+                Ending::HandlersFailed => ExitCode::from(1),
+                Ending::VmmClosed | Ending::VmmGone if summary.clean() => ExitCode::SUCCESS,
+                Ending::VmmClosed | Ending::VmmGone => ExitCode::from(3),
+            }
+        }
+        Err(e) => {
+            eprintln!("herdless-uffd: error: {e}");
+            ExitCode::from(1)
+        }
+    }
+}

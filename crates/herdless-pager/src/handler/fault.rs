@@ -1,0 +1,139 @@
+//! One fault (seed 002's `do_fault_around`): the faulting page and the
+//! window's pages after it as one run, then the rest of the window; zeros
+//! for pages that need no source bytes.
+//!
+//! # Missing faults on pages we filled
+//! A page we filled can only go missing again through a discard
+//! (`MADV_DONTNEED`: anonymous memory that is swapped out does not raise
+//! missing faults). So a fault on a `PRESENT` or `DISCARDED` page is
+//! answered with zeros (`UFFDIO_ZEROPAGE`; `EEXIST` if it was a duplicate
+//! message and the page is there after all, then just a wake), without
+//! waiting for the handler that read the `REMOVE` to mark the pages.
+
+use super::fill::Ask;
+use super::{ClaimGuard, Shared};
+use crate::page_state::{self, DISCARDED, INSTALLING, MISSING, PRESENT};
+use crate::uffd::Fill;
+use crate::PagerError;
+
+impl Shared {
+    /// Serves one fault message on region page `page`.
+    pub(super) fn on_fault(&self, page: usize, scratch: &mut [u8]) {
+        loop {
+            let w = self.states.load(page);
+            match page_state::kind(w) {
+                // The owner fills or wakes it (W).
+                INSTALLING => {
+                    self.counters.add(&self.counters.duplicate_faults, 1);
+                    return;
+                }
+                PRESENT | DISCARDED if !self.minor => return self.zero_fill(page),
+                _ if !self.space.has_source(page) => return self.zero_fill(page),
+                MISSING => {
+                    if self.states.claim(page) {
+                        // The faulting page and the window's pages after it
+                        // that we can claim, in one run: one copy fills them
+                        // all and wakes the faulting thread.
+                        let end = self.space.window(page, self.window_pages).end;
+                        let mut q = page + 1;
+                        while q < end && self.states.claim(q) {
+                            q += 1;
+                        }
+                        let _guard = ClaimGuard::new(self, page, q - page);
+                        return self.fill_run(page, q - page, Ask::Demand, scratch);
+                    }
+                    // Lost the claim to another installer: look again.
+                }
+                // Minor mode: mapped once, unmapped by a discard whose event
+                // is not applied yet; the page cache still has it.
+                _ => return self.continue_run_unclaimed(page),
+            }
+        }
+    }
+
+    /// Fault-around: fills the window's other missing pages that the
+    /// source has without blocking, in contiguous claimed runs.
+    pub(super) fn fault_around(&self, page: usize, scratch: &mut [u8]) {
+        let window = self.space.window(page, self.window_pages);
+        let (mut i, end) = (window.start, window.end);
+        while i < end {
+            if i == page || !self.states.claim(i) {
+                i += 1;
+                continue;
+            }
+            let first = i;
+            i += 1;
+            while i < end && i != page && self.states.claim(i) {
+                i += 1;
+            }
+            // `i` is unclaimed (or the end): the next loop turn skips or
+            // retries it.
+            let _guard = ClaimGuard::new(self, first, i - first);
+            self.fill_run(first, i - first, Ask::NoWait, scratch);
+        }
+    }
+
+    /// Answers a fault on a page that needs no source bytes with a zero page.
+    pub(super) fn zero_fill(&self, page: usize) {
+        let c = &self.counters;
+        match self.uffd.zeropage(self.page_addr(page), self.page) {
+            Ok(Fill::Done | Fill::Partial(_)) => c.add(&c.zero_pages, 1),
+            Ok(Fill::Exists) => {
+                c.add(&c.eexist, 1);
+                self.wake(page, 1);
+            }
+            Ok(Fill::Retry) => {
+                c.add(&c.eagain_retry, 1);
+                self.wake(page, 1);
+            }
+            Err(e) => {
+                self.ioctl_failed("UFFDIO_ZEROPAGE", e);
+                self.wake(page, 1);
+            }
+        }
+    }
+
+    /// Answers the fault on `page` after a panic while serving it: poison
+    /// if it is still missing, else a wake (its owner, if it is being
+    /// filled, answers it: W).
+    pub(super) fn answer_after_panic(&self, page: usize) {
+        match page_state::kind(self.states.load(page)) {
+            MISSING => {
+                if self.states.claim(page) {
+                    self.answer_unserved(page, 1);
+                }
+            }
+            INSTALLING => {}
+            _ => self.wake(page, 1),
+        }
+    }
+
+    /// Minor mode, a page our state calls `PRESENT`: map it again.
+    pub(super) fn continue_run_unclaimed(&self, page: usize) {
+        let c = &self.counters;
+        match self.uffd.continue_(self.page_addr(page), self.page) {
+            Ok(Fill::Done | Fill::Partial(_)) => c.add(&c.pages_on_demand, 1),
+            Ok(_) | Err(_) => {
+                c.add(&c.eexist, 1);
+                self.wake(page, 1);
+            }
+        }
+    }
+
+    /// Answers a fault at `address`, in a range registered with the
+    /// userfaultfd but in none of the regions served (a VMM that registered
+    /// more than it described): with poison (zeros without
+    /// `UFFDIO_POISON`), so the thread is not left waiting and does not
+    /// fault forever, and reports it. Nothing is read from the source.
+    pub(super) fn on_unmapped_fault(&self, address: usize) {
+        let c = &self.counters;
+        c.add(&c.unmapped_faults, 1);
+        self.report(PagerError::FaultOutsideRegions { address });
+        let addr = address & !(self.page - 1);
+        if self.poison_or_zero(addr, self.page) == super::fill::Unserved::NotAnswered {
+            if let Err(e) = self.uffd.wake(addr, self.page) {
+                self.ioctl_failed("UFFDIO_WAKE", e);
+            }
+        }
+    }
+}

@@ -1,0 +1,145 @@
+//! Every way `herdless-uffd` refuses its arguments, its peer or the
+//! handoff, as one error type whose message is the one line the binary
+//! prints before it exits with a non-zero status.
+
+use std::io;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use thiserror::Error;
+
+use crate::PagerError;
+
+/// Why a restore could not start (or stopped).
+#[derive(Debug, Error)]
+pub enum RestoreError {
+    /// A pager option is out of range (window, handler count) or serving
+    /// could not start (threads, memory).
+    #[error(transparent)]
+    Pager(#[from] PagerError),
+    /// The memory file cannot be opened, or is not a regular file.
+    #[error("memory file {}: {source}", path.display())]
+    MemoryFile {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: io::Error,
+    },
+    /// Something already exists at the socket path (a stale socket from an
+    /// earlier run, or another file): it is never removed for the user.
+    #[error("socket path {} already exists; remove it first (it is never deleted for you)", path.display())]
+    SocketExists {
+        /// The path.
+        path: PathBuf,
+    },
+    /// The socket could not be created, bound, listened on or given its
+    /// mode.
+    #[error("socket {}: {what}: {source}", path.display())]
+    Socket {
+        /// The path.
+        path: PathBuf,
+        /// The step that failed.
+        what: &'static str,
+        /// Why.
+        source: io::Error,
+    },
+    /// An output file (`--record`, `--stats-json`) cannot be written.
+    #[error("cannot write {}: {source}", path.display())]
+    Output {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: io::Error,
+    },
+    /// A working-set trace cannot be read or is malformed.
+    #[error("trace {}: {reason}", path.display())]
+    Trace {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong, with the line number where it applies.
+        reason: String,
+    },
+    /// Nobody connected within `--accept-timeout`.
+    #[error("no VMM connected within {0:?}")]
+    AcceptTimeout(Duration),
+    /// The peer connected but sent no complete message within
+    /// `--handoff-timeout`.
+    #[error("the VMM connected but sent no complete handoff message within {0:?}")]
+    HandoffTimeout(Duration),
+    /// The peer closed the connection before its message was complete.
+    #[error("the VMM closed the connection before sending its memory mappings")]
+    ClosedBeforeHandoff,
+    /// The message is larger than any mapping list needs.
+    #[error("the handoff message exceeds {max} bytes")]
+    MessageTooLarge {
+        /// The limit.
+        max: usize,
+    },
+    /// The message came without a file descriptor.
+    #[error("the handoff message carries no file descriptor (expected the userfaultfd, sent with SCM_RIGHTS)")]
+    NoFileDescriptor,
+    /// The message came with more than one file descriptor.
+    #[error("the handoff message carries {count} file descriptors (expected exactly one: the userfaultfd)")]
+    TooManyFileDescriptors {
+        /// How many (at least).
+        count: usize,
+    },
+    /// The file descriptor is not a userfaultfd.
+    #[error("the file descriptor received is not a userfaultfd (it is {what})")]
+    NotUserfaultfd {
+        /// What it is, as `/proc/self/fd` names it.
+        what: String,
+    },
+    /// The userfaultfd was never initialised (`UFFDIO_API`).
+    #[error("the userfaultfd received was not initialised with UFFDIO_API by the VMM")]
+    UserfaultfdNotInitialised,
+    /// The message is not JSON (or not UTF-8).
+    #[error("the handoff message is not JSON: {0}")]
+    NotJson(String),
+    /// The message is JSON, but not an array of `GuestRegionUffdMapping`.
+    #[error("the handoff message is not a list of memory mappings: {0}")]
+    WrongShape(String),
+    /// The mapping list is empty.
+    #[error("the handoff message lists no memory mappings")]
+    NoMappings,
+    /// One mapping is unusable.
+    #[error("mapping {index}: {reason}")]
+    Mapping {
+        /// Its position in the list (from 0).
+        index: usize,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// The mappings together need more bytes than the memory file has.
+    #[error("the mappings need {total} bytes, more than the memory file's {file_len}")]
+    SizesExceedFile {
+        /// Sum of the sizes.
+        total: u64,
+        /// The memory file's length.
+        file_len: u64,
+    },
+    /// A system call of the handoff or of the serving loop failed.
+    #[error("{what}: {source}")]
+    Io {
+        /// What was being done.
+        what: &'static str,
+        /// Why.
+        source: io::Error,
+    },
+}
+
+impl RestoreError {
+    pub(crate) fn io(what: &'static str, source: impl Into<io::Error>) -> Self {
+        RestoreError::Io {
+            what,
+            source: source.into(),
+        }
+    }
+
+    pub(crate) fn mapping(index: usize, reason: impl Into<String>) -> Self {
+        RestoreError::Mapping {
+            index,
+            reason: reason.into(),
+        }
+    }
+}

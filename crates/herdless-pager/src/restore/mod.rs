@@ -1,0 +1,282 @@
+//! `herdless-uffd`'s library: serving a Firecracker snapshot restore over
+//! the UFFD handoff with the pager's handlers, fault-around, working-set
+//! record and prefetch (issue 13), refusing what it should (issue 17).
+//!
+//! [`Restore::bind`] checks the options, opens the memory file (and the
+//! trace to prefetch, and the output files) and creates the socket; then
+//! [`Restore::run`] accepts the VMM's connection, receives its message
+//! (`handoff.rs`), checks the mappings against the memory file
+//! (`mappings.rs`), serves faults until the VMM goes away (`server.rs`,
+//! with `prefetch.rs`; `signals.rs` for `SIGINT`/`SIGTERM`), writes the
+//! trace (`trace.rs`) and returns the figures (`summary.rs`). Every refusal is a [`RestoreError`]
+//! (`error.rs`) whose message is one line.
+//!
+//! The serving is the pager's own (`handler/`): the same threads, claims,
+//! fault-around, `REMOVE` handling and poison, over the VMM's regions
+//! instead of a region of this process. Two things differ, because the
+//! memory is another process's: the handlers poll (the fd is non-blocking
+//! and no doorbell page can be registered in the VMM), and a fill racing a
+//! discard is prevented rather than repaired (no `madvise` there: reads
+//! exclude fills, `handler/discard.rs`).
+
+mod error;
+mod handoff;
+pub mod mappings;
+mod prefetch;
+mod server;
+mod signals;
+mod summary;
+pub mod trace;
+
+use std::fs::File;
+use std::os::unix::net::UnixListener;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+pub use error::RestoreError;
+pub use handoff::{Peer, MAX_MESSAGE};
+pub use prefetch::CHUNK_PAGES;
+pub use summary::{Ending, RestoreSummary};
+pub use trace::Trace;
+
+use crate::pager::config;
+use crate::{FileSource, PagerError};
+
+/// Default wait for the handoff message once the VMM has connected.
+pub const DEFAULT_HANDOFF_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Default permission bits of the socket: the owner only.
+pub const DEFAULT_SOCKET_MODE: u32 = 0o600;
+
+/// What `herdless-uffd` is asked to do (its command line).
+#[derive(Clone, Debug)]
+pub struct RestoreOptions {
+    /// The socket to listen on (Firecracker's `mem_backend.backend_path`).
+    pub socket: PathBuf,
+    /// The snapshot's memory file.
+    pub memory_file: PathBuf,
+    /// Fault-around window in bytes (one page: off, as Firecracker's
+    /// example handler).
+    pub fault_around: usize,
+    /// Handler threads.
+    pub handlers: usize,
+    /// Write the pages faulted on, in first-touch order, to this trace.
+    pub record: Option<PathBuf>,
+    /// Prefetch the pages of this trace in the background.
+    pub prefetch: Option<PathBuf>,
+    /// Threads installing the trace side by side (page population is
+    /// CPU-bound in the kernel: one per CPU the handler may use).
+    pub prefetch_threads: usize,
+    /// Copy every page before serving any fault (Firecracker's
+    /// `fault_all_handler`).
+    pub copy_all: bool,
+    /// What of the memory file to read into the page cache and map before
+    /// the VMM connects, so that no fill waits for the file
+    /// (`--prefetch` does it for its trace's pages and `--copy-all` for the
+    /// whole file anyway).
+    pub populate: Populate,
+    /// Write the figures as JSON to this file at the end.
+    pub stats_json: Option<PathBuf>,
+    /// Only a peer of this user id may connect.
+    pub allow_uid: Option<u32>,
+    /// Permission bits of the socket.
+    pub socket_mode: u32,
+    /// How long to wait for the VMM to connect (`None`: forever).
+    pub accept_timeout: Option<Duration>,
+    /// How long to wait for the handoff message once connected.
+    pub handoff_timeout: Duration,
+    /// Stop (with the summary) on `SIGINT` or `SIGTERM`: blocks them in
+    /// the calling thread and the threads it starts. For the binary; a
+    /// library user handles its own signals.
+    pub stop_on_signals: bool,
+    /// Log nothing (connections, refusals, warnings) to standard error.
+    pub quiet: bool,
+}
+
+impl RestoreOptions {
+    /// The defaults for `socket` and `memory_file`: fault-around off, one
+    /// handler, socket mode 0600, a 10 s handoff timeout, no accept
+    /// timeout.
+    pub fn new(socket: impl Into<PathBuf>, memory_file: impl Into<PathBuf>) -> Self {
+        RestoreOptions {
+            socket: socket.into(),
+            memory_file: memory_file.into(),
+            fault_around: rustix::param::page_size(),
+            handlers: 1,
+            record: None,
+            prefetch: None,
+            prefetch_threads: 1,
+            copy_all: false,
+            populate: Populate::Nothing,
+            stats_json: None,
+            allow_uid: None,
+            socket_mode: DEFAULT_SOCKET_MODE,
+            accept_timeout: None,
+            handoff_timeout: DEFAULT_HANDOFF_TIMEOUT,
+            stop_on_signals: false,
+            quiet: false,
+        }
+    }
+}
+
+/// What of the memory file `herdless-uffd` maps before the VMM connects.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum Populate {
+    /// Nothing ahead: each page is read when first copied.
+    #[default]
+    Nothing,
+    /// The whole file, as Firecracker's example handlers do
+    /// (`MAP_POPULATE`).
+    All,
+    /// The pages of this working-set trace.
+    Trace(PathBuf),
+}
+
+/// Log lines on standard error, unless quiet.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Log {
+    quiet: bool,
+}
+
+impl Log {
+    pub(crate) fn line(&self, msg: &str) {
+        if !self.quiet {
+            eprintln!("herdless-uffd: {msg}");
+        }
+    }
+}
+
+/// A restore ready to accept the VMM: options checked, files open, socket
+/// listening. Dropping it removes the socket.
+pub struct Restore {
+    opts: RestoreOptions,
+    listener: UnixListener,
+    /// Taken by `run`.
+    source: Option<FileSource>,
+    file_len: u64,
+    trace: Option<Trace>,
+    record_out: Option<File>,
+    stats_out: Option<File>,
+    log: Log,
+}
+
+impl Restore {
+    /// Checks `opts`, opens the memory file, the trace to prefetch and the
+    /// output files, and creates the socket (refusing a path that exists).
+    pub fn bind(opts: RestoreOptions) -> Result<Self, RestoreError> {
+        let page = rustix::param::page_size();
+        config::check_window(opts.fault_around, page)?;
+        config::check_handlers(opts.handlers)?;
+        let source = FileSource::open(&opts.memory_file).map_err(|e| match e {
+            PagerError::SourceOpen { path, source } => RestoreError::MemoryFile { path, source },
+            other => RestoreError::Pager(other),
+        })?;
+        let file_len = crate::PageSource::len(&source);
+        let trace = match &opts.prefetch {
+            Some(path) => {
+                let t = Trace::read(path)?;
+                let mismatch = |what: String| RestoreError::Trace {
+                    path: path.clone(),
+                    reason: what,
+                };
+                if t.page_size != page as u64 {
+                    return Err(mismatch(format!(
+                        "recorded with {}-byte pages, served with {page}",
+                        t.page_size
+                    )));
+                }
+                if t.file_len != file_len {
+                    return Err(mismatch(format!(
+                        "recorded on a {}-byte memory file, {} has {file_len}: another snapshot",
+                        t.file_len,
+                        opts.memory_file.display()
+                    )));
+                }
+                Some(t)
+            }
+            None => None,
+        };
+        let create = |path: &Option<PathBuf>| -> Result<Option<File>, RestoreError> {
+            path.as_ref()
+                .map(|p| {
+                    File::create(p).map_err(|source| RestoreError::Output {
+                        path: p.clone(),
+                        source,
+                    })
+                })
+                .transpose()
+        };
+        // Before the VMM connects: the pages that will be copied first.
+        let log = Log { quiet: opts.quiet };
+        let ahead = match (&opts.populate, &trace) {
+            (Populate::All, _) => None,
+            _ if opts.copy_all => None,
+            (Populate::Trace(path), _) => Some(Trace::read(path)?),
+            (Populate::Nothing, Some(t)) => Some(t.clone()),
+            (Populate::Nothing, None) => Some(Trace::default()),
+        };
+        let populated = match ahead {
+            None => source.populate(0, file_len),
+            Some(t) => t
+                .runs
+                .iter()
+                .try_for_each(|&(off, n)| source.populate(off, n.saturating_mul(t.page_size))),
+        };
+        if let Err(e) = populated {
+            log.line(&format!(
+                "warning: could not read the memory file ahead: {e}"
+            ));
+        }
+        let record_out = create(&opts.record)?;
+        let stats_out = create(&opts.stats_json)?;
+        let listener = handoff::listen(&opts.socket, opts.socket_mode)?;
+        if opts.record.is_some() && opts.fault_around > page {
+            log.line(
+                "note: recording with fault-around on records only the pages that faulted, not \
+                 the neighbours fault-around filled; record with --fault-around 4096 for the \
+                 whole working set",
+            );
+        }
+        Ok(Restore {
+            opts,
+            listener,
+            source: Some(source),
+            file_len,
+            trace,
+            record_out,
+            stats_out,
+            log,
+        })
+    }
+
+    /// The socket's path.
+    pub fn socket_path(&self) -> &Path {
+        &self.opts.socket
+    }
+
+    /// Accepts the VMM, takes its handoff and serves until it goes away;
+    /// the figures, or why it could not start.
+    pub fn run(mut self) -> Result<RestoreSummary, RestoreError> {
+        let (stream, _peer) = handoff::accept(
+            &self.listener,
+            self.opts.accept_timeout,
+            self.opts.allow_uid,
+            &self.log,
+        )?;
+        let (body, fd) = handoff::receive(&stream, self.opts.handoff_timeout)?;
+        let page = rustix::param::page_size();
+        let mappings = mappings::parse(&body, self.file_len, page)?;
+        let uffd = handoff::adopt_uffd(fd, &self.log)?;
+        let source = self
+            .source
+            .take()
+            .ok_or(RestoreError::ClosedBeforeHandoff)?;
+        server::serve(&mut self, stream, uffd, source, &mappings)
+    }
+}
+
+impl Drop for Restore {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.opts.socket);
+    }
+}

@@ -1,0 +1,107 @@
+//! Working-set prefetch (REAP, ASPLOS '21): the pages a recorded restore
+//! faulted on, installed in the background from the moment the userfaultfd
+//! arrives, in trace order, in runs of up to [`CHUNK_PAGES`] pages per
+//! `UFFDIO_COPY`; and copying everything up front (Firecracker's
+//! `fault_all_handler`), the same fill over every page.
+//!
+//! # Demand faults first
+//! The prefetcher and the handlers share the per-page claims: a page is
+//! filled once, by whoever claims it first. A fault on a page the
+//! prefetcher has claimed is dropped as a duplicate and woken by the
+//! prefetcher's copy (invariant W, ARCHITECTURE contract 10), so it waits
+//! at most one chunk. A handler with messages to read takes the fence's
+//! write lock, which waits for the chunk in flight and keeps the next one
+//! out until the messages are read and their `REMOVE`s applied (`std`'s
+//! lock lets a waiting writer in before new readers,
+//! `handler/discard.rs`); the handlers' own fills take the read lock and
+//! run alongside the prefetcher's. So a demand fault never queues behind
+//! more than the one chunk in flight. The prefetcher does not otherwise
+//! give way (a yield hands the CPU to whatever else the host runs, not to
+//! the handlers).
+//!
+//! # EEXIST and partial EAGAIN
+//! A copy that meets a present page stops there: the pages before it are
+//! published (partial `EAGAIN`), the present one is skipped (`EEXIST`: it
+//! is there already), and the copy goes on with the rest
+//! (`handler/fill.rs`, `copy_run`).
+//!
+//! # A discarded page is never prefetched back (ARCHITECTURE contract 9)
+//! The ordering argument is `handler/discard.rs`'s, for every fill:
+//! a prefetch chunk claims and copies under the fence's fill guard, and
+//! every read of the userfaultfd, with the `REMOVE` events it brought
+//! applied (pages swapped to `DISCARDED`), holds it exclusively. So for a
+//! page `P` and a `REMOVE` covering it: either the chunk's copy returned
+//! before that read began (before the kernel zapped `P`, which removes the
+//! copy), or the chunk claims after the read ended and finds `P`
+//! `DISCARDED`, which is never claimed again. A `REMOVE` queued while the
+//! copy runs makes it fail with zero progress (`EAGAIN`): its pages go back
+//! to `MISSING` and are tried again after the whole plan (by then the
+//! event is read, and the discarded ones are skipped), for a bounded
+//! number of passes.
+
+use std::ops::Range;
+
+use super::trace::Trace;
+use crate::handler::{Ask, Shared};
+use crate::space::Space;
+
+/// Pages per prefetch `UFFDIO_COPY` (256 KiB with 4 KiB pages): large
+/// enough that the ioctl's cost is spread, small enough that a demand
+/// fault waiting on the chunk in flight waits little.
+pub const CHUNK_PAGES: usize = 64;
+
+/// Passes over the plan at most: the first, then again while pages of it
+/// are still missing (given back to a pending discard, or the source
+/// failed on them: a fault will ask again).
+const PASSES: usize = 8;
+
+/// The pages of `trace` in `space`, in trace order (a run crossing regions
+/// split at their edges), and the trace's pages no region maps.
+pub(crate) fn plan_of(space: &Space, trace: &Trace) -> (Vec<Range<usize>>, u64) {
+    let mut ranges = Vec::with_capacity(trace.runs.len());
+    let mut unmapped = 0;
+    for &(offset, pages) in &trace.runs {
+        let len = pages.saturating_mul(trace.page_size);
+        let found = space.pages_of_source(offset, len);
+        let mapped: u64 = found.iter().map(|r| r.len() as u64).sum();
+        unmapped += pages.saturating_sub(mapped);
+        ranges.extend(found);
+    }
+    (ranges, unmapped)
+}
+
+/// Every page of `space` holding source bytes, by address.
+pub(crate) fn everything(space: &Space) -> Vec<Range<usize>> {
+    space
+        .regions()
+        .iter()
+        .map(|r| r.first_page..r.first_page + r.source_pages)
+        .filter(|r| !r.is_empty())
+        .collect()
+}
+
+/// Fills the missing pages of `plan`, in order, as prefetched pages, in
+/// runs of at most `chunk` pages (module doc): this thread takes the
+/// plan's ranges `lane`, `lane + lanes`, ..., so that `lanes` threads go
+/// down the plan side by side. Stops early when the handlers are told to
+/// stop. Goes over its ranges again while pages of the plan are still
+/// missing, at most [`PASSES`] times.
+pub(crate) fn run(sh: &Shared, plan: &[Range<usize>], chunk: usize, lane: usize, lanes: usize) {
+    let mut scratch = vec![0u8; chunk * sh.page];
+    for _pass in 0..PASSES {
+        for range in plan.iter().skip(lane).step_by(lanes.max(1)) {
+            if sh.stopping() {
+                return;
+            }
+            sh.fill_pages(range.clone(), Ask::Prefetch, chunk, &mut scratch, || {});
+        }
+        let missing = plan
+            .iter()
+            .flat_map(Clone::clone)
+            .any(|p| sh.states.is_missing(p));
+        if !missing {
+            return;
+        }
+        std::thread::yield_now();
+    }
+}

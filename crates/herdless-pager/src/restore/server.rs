@@ -1,0 +1,260 @@
+//! Serving a handed-over userfaultfd with the pager's handler machinery:
+//! the VMM's regions become the handlers' [`Space`], the memory file their
+//! source; an optional prefetcher (or a copy of everything first); then
+//! the wait for the VMM to go away, turning away anyone else who connects,
+//! and the summary.
+
+use std::io::Read;
+use std::os::unix::net::UnixStream;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Instant;
+
+use rustix::event::{poll, PollFd, PollFlags};
+use rustix::io::Errno;
+
+use super::handoff::{self, Peer};
+use super::mappings::GuestMapping;
+use super::signals::Signals;
+use super::summary::{Ending, RestoreSummary};
+use super::trace::Trace;
+use super::{prefetch, Restore, RestoreError};
+use crate::handler::{DiscardFence, Plan, Shared, SharedParts};
+use crate::pager::{config, threads};
+use crate::source::GuardedSource;
+use crate::space::Space;
+use crate::uffd::Uffd;
+use crate::{FileSource, HandlerMode};
+
+/// Pages per `UFFDIO_COPY` when copying everything up front.
+const COPY_ALL_CHUNK: usize = 512;
+
+/// Serves `uffd` over `mappings` from `source` until the VMM goes away.
+pub(super) fn serve(
+    restore: &mut Restore,
+    conn: UnixStream,
+    uffd: Uffd,
+    source: FileSource,
+    mappings: &[GuestMapping],
+) -> Result<RestoreSummary, RestoreError> {
+    let started = Instant::now();
+    let opts = &restore.opts;
+    let log = restore.log;
+    let page = rustix::param::page_size();
+    let space = Space::new(
+        mappings
+            .iter()
+            .map(|m| (m.base, m.size, m.offset))
+            .collect(),
+        page,
+        restore.file_len,
+    );
+    let pages = space.pages();
+    let mut trace_pages = 0;
+    let mut trace_unmapped = 0;
+    let plan = restore.trace.as_ref().map(|trace| {
+        let (ranges, unmapped) = prefetch::plan_of(&space, trace);
+        trace_pages = trace.pages();
+        trace_unmapped = unmapped;
+        if unmapped > 0 {
+            log.line(&format!(
+                "warning: {unmapped} of the trace's {} pages are in no mapping",
+                trace.pages()
+            ));
+        }
+        Plan::new(ranges, pages)
+    });
+    let shared = Arc::new(Shared::new(SharedParts {
+        uffd,
+        space,
+        window_pages: config::window_pages(opts.fault_around, page, pages),
+        source: GuardedSource::new(Box::new(source))?,
+        minor: false,
+        // Tried, and turned off if this userfaultfd refuses it.
+        can_poison: true,
+        fence: DiscardFence::reads_exclusive(),
+        handlers: opts.handlers,
+        doorbell: (0, 0),
+        record: opts.record.is_some(),
+        plan,
+    })?);
+
+    if opts.copy_all {
+        // Before any fault is served, as Firecracker's fault_all_handler
+        // (which copies every region on the first fault).
+        let everything = prefetch::everything(&shared.space);
+        prefetch::run(&shared, &everything, COPY_ALL_CHUNK, 0, 1);
+    }
+    let signals = if opts.stop_on_signals {
+        Some(Signals::block()?)
+    } else {
+        None
+    };
+    // The prefetch starts first: from the moment the userfaultfd arrives.
+    let mut prefetchers = Vec::new();
+    if shared.plan.is_some() {
+        let lanes = opts.prefetch_threads.max(1);
+        for lane in 0..lanes {
+            let sh = Arc::clone(&shared);
+            let spawned = std::thread::Builder::new()
+                .name(format!("uffd-prefetch-{lane}"))
+                .spawn(move || {
+                    if let Some(plan) = &sh.plan {
+                        prefetch::run(&sh, plan.ranges(), prefetch::CHUNK_PAGES, lane, lanes);
+                    }
+                });
+            match spawned {
+                Ok(h) => prefetchers.push(h),
+                Err(e) => {
+                    log.line(&format!(
+                        "warning: prefetch thread {lane} not started ({e}); the others and \
+                         the faults still fill"
+                    ));
+                }
+            }
+        }
+    }
+    let mut handlers = Vec::with_capacity(opts.handlers);
+    let started_handlers = threads::spawn_handlers(&shared, HandlerMode::Poll, &mut handlers, 0);
+    let ending = match started_handlers {
+        Ok(()) => wait_for_the_end(&shared, &conn, restore, signals.as_ref()),
+        Err(e) => Err(RestoreError::Pager(e)),
+    };
+    stop(&shared, handlers, prefetchers);
+    let ending = ending?;
+
+    let stats = shared.counters.snapshot(&shared.per_handler);
+    let mut errors: Vec<String> = shared
+        .errors
+        .lock()
+        .map(|mut e| e.drain(..).map(|e| e.to_string()).collect())
+        .unwrap_or_default();
+    let recorded_pages = write_record(restore, &shared, &mut errors);
+    let summary = RestoreSummary {
+        stats,
+        ending,
+        served_for: started.elapsed(),
+        trace_pages,
+        trace_unmapped,
+        recorded_pages,
+        errors,
+        page_size: page,
+    };
+    if let (Some(f), Some(path)) = (restore.stats_out.take(), &restore.opts.stats_json) {
+        let written = serde_json::to_writer_pretty(f, &summary.to_json());
+        if let Err(e) = written {
+            log.line(&format!("cannot write {}: {e}", path.display()));
+        }
+    }
+    Ok(summary)
+}
+
+/// Tells the handlers and the prefetchers to stop, and joins them.
+fn stop(shared: &Shared, handlers: Vec<JoinHandle<()>>, prefetchers: Vec<JoinHandle<()>>) {
+    shared.stop_all(false);
+    for p in prefetchers {
+        let _ = p.join();
+    }
+    for h in handlers {
+        let _ = h.join();
+    }
+}
+
+/// Writes the working-set trace (`--record`); the pages written.
+fn write_record(restore: &mut Restore, shared: &Shared, errors: &mut Vec<String>) -> u64 {
+    let (Some(mut out), Some(path), Some(pages)) = (
+        restore.record_out.take(),
+        restore.opts.record.as_ref(),
+        shared.record.as_ref(),
+    ) else {
+        return 0;
+    };
+    let pages = pages.lock().map(|p| p.clone()).unwrap_or_default();
+    let trace = Trace::from_offsets(
+        shared.page as u64,
+        restore.file_len,
+        pages.iter().map(|&p| shared.space.source_offset(p)),
+    );
+    if let Err(e) = std::io::Write::write_all(&mut out, trace.to_text().as_bytes()) {
+        let msg = format!("cannot write the trace {}: {e}", path.display());
+        restore.log.line(&msg);
+        errors.push(msg);
+    }
+    trace.pages()
+}
+
+/// Waits until the VMM closes its connection (or its memory goes away, or
+/// a signal asks to stop), turning away anyone else who connects.
+fn wait_for_the_end(
+    shared: &Shared,
+    conn: &UnixStream,
+    restore: &Restore,
+    signals: Option<&Signals>,
+) -> Result<Ending, RestoreError> {
+    let log = restore.log;
+    let mut ignored = 0usize;
+    loop {
+        let mut fds = vec![
+            PollFd::new(conn, PollFlags::IN | PollFlags::RDHUP),
+            PollFd::new(&restore.listener, PollFlags::IN),
+            PollFd::new(&shared.stop, PollFlags::IN),
+        ];
+        if let Some(s) = signals {
+            fds.push(PollFd::new(&s.fd, PollFlags::IN));
+        }
+        match poll(&mut fds, None) {
+            Ok(_) => {}
+            Err(Errno::INTR) => continue,
+            Err(e) => return Err(RestoreError::io("poll", e)),
+        }
+        let conn_ev = fds[0].revents();
+        let listener_ev = fds[1].revents();
+        let stop_ev = fds[2].revents();
+        let signal_ev = fds.get(3).map(|f| f.revents());
+        if stop_ev.contains(PollFlags::IN) {
+            return Ok(if shared.gone.load(Ordering::Acquire) {
+                Ending::VmmGone
+            } else {
+                Ending::HandlersFailed
+            });
+        }
+        if signal_ev.is_some_and(|e| e.contains(PollFlags::IN)) {
+            let sig = signals.map_or(0, Signals::read);
+            return Ok(Ending::Signal(sig));
+        }
+        if listener_ev.contains(PollFlags::IN) {
+            refuse_second(restore);
+        }
+        if conn_ev.intersects(PollFlags::IN | PollFlags::RDHUP | PollFlags::HUP | PollFlags::ERR) {
+            // Firecracker sends nothing after the handoff; read what comes
+            // (and drop it) until the end.
+            let mut buf = [0u8; 4096];
+            match (&*conn).read(&mut buf) {
+                Ok(0) => return Ok(Ending::VmmClosed),
+                Ok(n) => {
+                    if ignored == 0 {
+                        log.line("ignoring bytes the VMM sent after the handoff");
+                    }
+                    ignored += n;
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(_) => return Ok(Ending::VmmClosed),
+            }
+        }
+    }
+}
+
+/// Turns away a connection made while serving (the handoff happens once).
+fn refuse_second(restore: &Restore) {
+    if let Ok((stream, _)) = restore.listener.accept() {
+        let who = handoff::peer_of(&stream)
+            .map(|p: Peer| p.to_string())
+            .unwrap_or_else(|_| "an unknown peer".into());
+        restore.log.line(&format!(
+            "refused a second connection from {who}: already serving a VMM"
+        ));
+        drop(stream);
+    }
+}

@@ -1,0 +1,132 @@
+//! What a restore did: the one line `herdless-uffd` prints when the VMM
+//! goes away, and the same figures (and more) as JSON for `--stats-json`.
+
+use std::time::Duration;
+
+use serde_json::json;
+
+use crate::PagerStats;
+
+/// Why serving ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Ending {
+    /// The VMM closed its connection (it exited, or closed the socket).
+    VmmClosed,
+    /// A fill failed with `ESRCH` (or `ENOSPC`): the VMM's memory is gone.
+    VmmGone,
+    /// `SIGINT` or `SIGTERM`.
+    Signal(i32),
+    /// The handlers stopped on an error they cannot serve past (reported
+    /// in the summary's errors); the VMM's next faults would hang.
+    HandlersFailed,
+}
+
+impl std::fmt::Display for Ending {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Ending::VmmClosed => f.write_str("the VMM closed the connection"),
+            Ending::VmmGone => f.write_str("the VMM's memory went away"),
+            Ending::Signal(s) => write!(f, "stopped by signal {s}"),
+            Ending::HandlersFailed => f.write_str("the handlers failed"),
+        }
+    }
+}
+
+/// The figures of one restore.
+#[derive(Clone, Debug)]
+pub struct RestoreSummary {
+    /// The pager's counters.
+    pub stats: PagerStats,
+    /// Why serving ended.
+    pub ending: Ending,
+    /// From the handoff to the end.
+    pub served_for: Duration,
+    /// Pages of the prefetch trace (0 without `--prefetch`).
+    pub trace_pages: u64,
+    /// Of those, pages no mapping holds (a trace of another layout).
+    pub trace_unmapped: u64,
+    /// Pages written to the `--record` trace.
+    pub recorded_pages: u64,
+    /// Errors reported while serving (source reads, faults outside every
+    /// mapping, failed system calls), as text.
+    pub errors: Vec<String>,
+    /// Page size in bytes.
+    pub page_size: usize,
+}
+
+impl RestoreSummary {
+    /// Pages copied from the memory file, all causes.
+    pub fn pages_copied(&self) -> u64 {
+        self.stats.pages_installed()
+    }
+
+    /// Whether every fault was served from the memory file or with zeros
+    /// where they were due (no poison, no error).
+    pub fn clean(&self) -> bool {
+        self.errors.is_empty() && self.stats.poisoned_pages == 0 && self.stats.unmapped_faults == 0
+    }
+
+    /// The one-line summary.
+    pub fn line(&self) -> String {
+        let s = &self.stats;
+        let us = |d: Duration| d.as_micros();
+        format!(
+            "herdless-uffd: {} faults served, {} pages copied ({} on demand, {} fault-around, \
+             {} prefetched), {} zeroed, {} discarded, {} poisoned; fault latency p50 {}us p99 \
+             {}us; {} errors; {} after {:.1} s",
+            s.faults,
+            self.pages_copied(),
+            s.pages_on_demand,
+            s.pages_fault_around,
+            s.pages_prefetched + s.pages_populated,
+            s.zero_pages,
+            s.pages_discarded,
+            s.poisoned_pages,
+            us(s.latency.p50),
+            us(s.latency.p99),
+            self.errors.len(),
+            self.ending,
+            self.served_for.as_secs_f64()
+        )
+    }
+
+    /// Everything, as JSON (`--stats-json`).
+    pub fn to_json(&self) -> serde_json::Value {
+        let s = &self.stats;
+        let ns = |d: Duration| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
+        json!({
+            "ending": self.ending.to_string(),
+            "served_for_s": self.served_for.as_secs_f64(),
+            "page_size": self.page_size,
+            "faults": s.faults,
+            "duplicate_faults": s.duplicate_faults,
+            "pages_copied": self.pages_copied(),
+            "bytes_copied": self.pages_copied() * self.page_size as u64,
+            "pages_on_demand": s.pages_on_demand,
+            "pages_fault_around": s.pages_fault_around,
+            "pages_prefetched": s.pages_prefetched + s.pages_populated,
+            "zero_pages": s.zero_pages,
+            "discard_events": s.discard_events,
+            "pages_discarded": s.pages_discarded,
+            "poisoned_pages": s.poisoned_pages,
+            "source_errors": s.source_errors,
+            "unmapped_faults": s.unmapped_faults,
+            "fills_unmapped": s.fills_unmapped,
+            "eexist": s.eexist,
+            "eagain_partial": s.eagain_partial,
+            "eagain_retry": s.eagain_retry,
+            "per_handler_faults": s.per_handler_faults,
+            "latency_ns": {
+                "count": s.latency.count,
+                "mean": ns(s.latency.mean),
+                "p50": ns(s.latency.p50),
+                "p99": ns(s.latency.p99),
+                "max": ns(s.latency.max),
+            },
+            "trace_pages": self.trace_pages,
+            "trace_unmapped": self.trace_unmapped,
+            "recorded_pages": self.recorded_pages,
+            "errors": self.errors,
+        })
+    }
+}
