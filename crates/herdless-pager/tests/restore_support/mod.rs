@@ -13,6 +13,11 @@ use std::time::Duration;
 
 use herdless_pager::vmm::GuestMemory;
 
+/// The pager tests' skip reporting (printed past the capture, counted at
+/// exit): `tests/common/skip.rs`.
+#[path = "../common/skip.rs"]
+pub mod skip;
+
 pub const PAGE: usize = 4096;
 
 /// How long a handler may take to exit once the VMM is gone before the
@@ -31,7 +36,10 @@ pub fn guest_memory(sizes: &[usize]) -> Option<GuestMemory> {
                 Some(libc::EPERM | libc::EACCES | libc::ENOSYS)
             ) =>
         {
-            eprintln!("skipping: userfaultfd is not permitted here ({e})");
+            skip::skip(format!(
+                "userfaultfd is not permitted here for the VMM side ({e}); \
+                 run as root or with vm.unprivileged_userfaultfd=1"
+            ));
             None
         }
         Err(e) => panic!("setting up guest memory: {e}"),
