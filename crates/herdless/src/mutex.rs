@@ -84,17 +84,17 @@ impl SpinWait {
     /// Spins or yields once; `false` once the budget is spent (time to
     /// park). Under loom never spins: loom explores the parking paths.
     fn spin(&mut self) -> bool {
-        if cfg!(loom) || self.rounds >= 10 {
+        if cfg!(loom) || self.rounds >= 14 {
             return false;
         }
-        self.rounds += 1;
-        if self.rounds <= 3 {
+        if self.rounds < 4 {
             for _ in 0..1u32 << self.rounds {
                 std::hint::spin_loop();
             }
         } else {
             std::thread::yield_now();
         }
+        self.rounds += 1;
         true
     }
 }

@@ -54,6 +54,11 @@ use crate::util::wake_list::{Wake, WakeList};
 /// The state of a record that is queued (or was never granted).
 const WAITING: u32 = 0;
 
+/// Looks at the grant word (each followed by a spin-loop hint, about 27 ns
+/// on the lab's machine) before a waiter parks: about the time a running
+/// notifier or unlocker on another CPU needs to get to it.
+const SPIN_FOR_GRANT: u32 = 400;
+
 /// The plain grant token: "you were woken" (futex), "you hold the lock"
 /// (rwsem), "you were chosen" (wait queue).
 pub(crate) const GRANTED: NonZeroU32 = NonZeroU32::MIN;
@@ -174,6 +179,9 @@ impl<P, W: Wake + Clone> Waiter<P, W> {
         deadline: Deadline,
         mut on_wakeup: impl FnMut() -> Option<R>,
     ) -> Slept<R> {
+        if let Some(token) = self.spin_for_grant() {
+            return Slept::Granted(token);
+        }
         loop {
             if let Some(token) = self.granted() {
                 return Slept::Granted(token);
@@ -189,6 +197,29 @@ impl<P, W: Wake + Clone> Waiter<P, W> {
                 return Slept::DeadlinePassed;
             }
         }
+    }
+
+    /// Watches the grant word for a moment before the first park: a grant
+    /// that arrives meanwhile costs neither side a system call (the
+    /// waker's unpark finds the parker not parked and only leaves a
+    /// token). This is what std's condvar gets from its sequence counter
+    /// (a notify between its unlock and its `FUTEX_WAIT` makes the wait
+    /// return at once), without its spurious wakeups; the lab's `locks`
+    /// experiment measured std sleeping 1.2 times per 1k items against
+    /// herdless's 35 on a 1-producer, 1-consumer queue of 64 before this.
+    /// Only loads of the record's own word: nothing is written that a waker
+    /// or another waiter reads.
+    fn spin_for_grant(&self) -> Option<NonZeroU32> {
+        if cfg!(loom) {
+            return None;
+        }
+        for _ in 0..SPIN_FOR_GRANT {
+            if let Some(token) = self.granted() {
+                return Some(token);
+            }
+            std::hint::spin_loop();
+        }
+        None
     }
 
     /// Leaves the list on a timeout or a cancellation, unless a grant won
