@@ -19,8 +19,9 @@ use std::error::Error;
 use std::thread;
 use std::time::Duration;
 
-use herdless::rwsem::{Counting, RwSem, RwSemExt, RwSemWriteGuard, WakeTiming};
-use herdless::RwSemConfig;
+use herdless::rwsem::{RwSem, RwSemExt, RwSemWriteGuard};
+use herdless::variants::RwSemConfig;
+use herdless::variants::{Counting, WakeTiming};
 
 const ROUTES: u32 = 64;
 const LOOKUPS: u32 = 2_000;

@@ -21,7 +21,8 @@ use std::error::Error;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::thread;
 
-use herdless::{Attempt, Channel, Mutex, WaitQueue, WakeMode};
+use herdless::variants::WakeMode;
+use herdless::{Attempt, Channel, Mutex, WaitQueue};
 
 /// A counting semaphore: permits under a mutex, acquirers on a wait queue.
 struct Semaphore {

@@ -12,7 +12,7 @@
 //!
 //! # How it works (parking_lot's condvar on the futex table)
 //! A waiter parks on the condvar's own address in the
-//! [`FutexTable`](crate::FutexTable). Under the bucket lock it records in
+//! [`FutexTable`]. Under the bucket lock it records in
 //! `state` which mutex it uses, queues itself, and only *then* releases
 //! the mutex (`before_sleep`). So a notifier that changed the condition
 //! under the mutex always finds it queued: no sequence counter, and no
@@ -26,7 +26,7 @@
 //!   once, by an unlock, and only when the mutex is free for it.
 //!
 //! `state` holds the address of the mutex word the queued waiters use,
-//! [`NO_WAITERS`] when none is queued, or [`MIXED`]. It is written only
+//! `NO_WAITERS` when none is queued, or `MIXED`. It is written only
 //! under the condvar's bucket lock (by a queueing waiter, a timed-out last
 //! waiter, and the notifies), so every decision made under that lock sees
 //! the waiters as they are: a waiter using a second mutex for the first

@@ -34,18 +34,19 @@ pub mod parker;
 pub mod poll;
 pub mod rwsem;
 pub mod stats;
+pub mod variants;
 pub mod wait_queue;
 
 pub use channel::Channel;
 #[cfg(not(loom))]
 pub use condvar::Condvar;
 pub use condvar::RawCondvar;
-pub use futex::{FutexTable, RequeueError, Requeued, WaitError, WakePolicy, Woken};
+pub use futex::{FutexTable, RequeueError, Requeued, WaitError, Woken};
 pub use mutex::RawMutex;
 #[cfg(not(loom))]
 pub use mutex::{Mutex, MutexGuard};
-pub use poll::{EventFd, EventPoll, Pollable, ReadyListKind};
-pub use rwsem::{RawRwSem, RwSemConfig};
+pub use poll::{EventFd, EventPoll, Pollable};
+pub use rwsem::RawRwSem;
 #[cfg(not(loom))]
 pub use rwsem::{RwSem, RwSemExt};
-pub use wait_queue::{Attempt, WaitQueue, WakeMode};
+pub use wait_queue::{Attempt, WaitQueue};

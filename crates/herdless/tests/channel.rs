@@ -10,7 +10,8 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use herdless::channel::{Channel, RecvError, RecvTimeoutError, SendError, TryRecvError};
-use herdless::wait_queue::{TimedOut, WakeMode};
+use herdless::variants::WakeMode;
+use herdless::wait_queue::TimedOut;
 
 const MODES: [WakeMode; 2] = [WakeMode::WakeAll, WakeMode::Exclusive];
 /// Generous bound for anything that must happen; only a hang trips it.

@@ -7,7 +7,8 @@ use std::sync::{Arc, Barrier};
 use std::thread;
 use std::time::Duration;
 
-use herdless::futex::{FutexError, RequeueError, Requeued, WaitError, WakePolicy, Woken};
+use herdless::futex::{FutexError, RequeueError, Requeued, WaitError, Woken};
+use herdless::variants::WakePolicy;
 use herdless::FutexTable;
 
 const POLICIES: [WakePolicy; 2] = [WakePolicy::AlwaysLock, WakePolicy::WaiterCount];

@@ -9,7 +9,8 @@ use loom::sync::atomic::{AtomicU32, Ordering};
 use loom::sync::Arc;
 use loom::thread;
 
-use herdless::futex::{WaitError, WakePolicy, Woken};
+use herdless::futex::{WaitError, Woken};
+use herdless::variants::WakePolicy;
 use herdless::{FutexTable, RawCondvar, RawMutex};
 
 fn model(bound: usize, f: impl Fn() + Sync + Send + 'static) {

@@ -13,7 +13,8 @@ use std::time::Duration;
 use loom::sync::Arc;
 use loom::thread;
 
-use herdless::poll::{Event, EventFd, EventPoll, Pollable, Readiness, ReadyListKind, Trigger};
+use herdless::poll::{Event, EventFd, EventPoll, Pollable, Readiness, Trigger};
+use herdless::variants::ReadyListKind;
 
 const R: Readiness = Readiness::READABLE;
 

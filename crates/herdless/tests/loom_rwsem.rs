@@ -15,7 +15,8 @@ use loom::cell::UnsafeCell;
 use loom::sync::Arc;
 use loom::thread;
 
-use herdless::rwsem::{Counting, RawRwSem, RwSemConfig, WakeTiming};
+use herdless::rwsem::RawRwSem;
+use herdless::variants::{Counting, RwSemConfig, WakeTiming};
 
 const CONFIGS: [RwSemConfig; 2] = [
     RwSemConfig::DEFAULT,

@@ -14,7 +14,8 @@ use loom::sync::Arc;
 use loom::thread;
 
 use herdless::channel::{Channel, RecvError};
-use herdless::wait_queue::{Attempt, TimedOut, WaitQueue, WakeMode};
+use herdless::variants::WakeMode;
+use herdless::wait_queue::{Attempt, TimedOut, WaitQueue};
 
 fn model(bound: usize, f: impl Fn() + Sync + Send + 'static) {
     let mut builder = loom::model::Builder::new();

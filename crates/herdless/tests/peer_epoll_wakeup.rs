@@ -41,7 +41,8 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use herdless::channel::Channel;
-use herdless::poll::{Event, EventFd, EventPoll, Pollable, Readiness, ReadyListKind, Trigger};
+use herdless::poll::{Event, EventFd, EventPoll, Pollable, Readiness, Trigger};
+use herdless::variants::ReadyListKind;
 use Way::{EpollWait, PollThenEpollWait};
 
 /// Bound for anything that must happen; only a hang (a lost wakeup) trips

@@ -19,9 +19,8 @@ use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use herdless::rwsem::{
-    Counting, RawRwSem, RwSem, RwSemConfig, RwSemExt, RwSemUpgradableReadGuard, RwSemWriteGuard,
-};
+use herdless::rwsem::{RawRwSem, RwSem, RwSemExt, RwSemUpgradableReadGuard, RwSemWriteGuard};
+use herdless::variants::{Counting, RwSemConfig};
 
 /// Generous bound for anything that must happen; only a hang trips it.
 const HANG: Duration = Duration::from_secs(60);

@@ -25,7 +25,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use std::{hint, mem, thread};
 
-use herdless::rwsem::{RwSem, RwSemConfig, RwSemExt, RwSemReadGuard, RwSemWriteGuard};
+use herdless::rwsem::{RwSem, RwSemExt, RwSemReadGuard, RwSemWriteGuard};
+use herdless::variants::RwSemConfig;
 use lock_api::{MappedRwLockReadGuard, MappedRwLockWriteGuard};
 
 /// Generous bound for anything that must happen; only a hang trips it.

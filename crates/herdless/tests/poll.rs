@@ -13,9 +13,9 @@ use std::time::{Duration, Instant};
 
 use herdless::channel::Channel;
 use herdless::poll::{
-    Event, EventFd, EventFdError, EventPoll, PollError, Pollable, Readiness, ReadyListKind,
-    Trigger, MAX_NESTING,
+    Event, EventFd, EventFdError, EventPoll, PollError, Pollable, Readiness, Trigger, MAX_NESTING,
 };
+use herdless::variants::ReadyListKind;
 use herdless::Attempt;
 
 const KINDS: [ReadyListKind; 3] = ReadyListKind::ALL;

@@ -11,9 +11,9 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use herdless::rwsem::{
-    Counting, RawRwSem, RwSem, RwSemConfig, RwSemExt, RwSemReadGuard, RwSemUpgradableReadGuard,
-    RwSemWriteGuard,
+    RawRwSem, RwSem, RwSemExt, RwSemReadGuard, RwSemUpgradableReadGuard, RwSemWriteGuard,
 };
+use herdless::variants::{Counting, RwSemConfig};
 use herdless::wait_queue::TimedOut;
 
 /// Generous bound for anything that must happen; only a hang trips it.

@@ -20,9 +20,8 @@ use std::time::Duration;
 
 use herdless::poll::{Readiness, Trigger};
 use herdless::rwsem::{RwSem, RwSemExt};
-use herdless::{
-    Channel, Condvar, EventFd, EventPoll, FutexTable, Mutex, Pollable, RwSemConfig, WaitQueue,
-};
+use herdless::variants::RwSemConfig;
+use herdless::{Channel, Condvar, EventFd, EventPoll, FutexTable, Mutex, Pollable, WaitQueue};
 
 /// Runs `body` when the thread exits, after its parker has been destroyed.
 struct OnExit(Cell<Option<Box<dyn FnOnce()>>>);

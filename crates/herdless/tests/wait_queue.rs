@@ -8,7 +8,8 @@ use std::sync::{mpsc, Arc};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use herdless::wait_queue::{Attempt, TimedOut, WaitQueue, WakeMode};
+use herdless::variants::WakeMode;
+use herdless::wait_queue::{Attempt, TimedOut, WaitQueue};
 
 const MODES: [WakeMode; 2] = [WakeMode::WakeAll, WakeMode::Exclusive];
 /// Generous bound for anything that must happen; only a hang trips it.

@@ -39,7 +39,8 @@ use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use herdless::poll::{EventFd, EventPoll, Readiness, ReadyListKind, Trigger};
+use herdless::poll::{EventFd, EventPoll, Readiness, Trigger};
+use herdless::variants::ReadyListKind;
 use rustix::event::{epoll, eventfd, EventfdFlags};
 use rustix::fd::OwnedFd;
 use serde::Serialize;

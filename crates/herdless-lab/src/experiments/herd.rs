@@ -39,7 +39,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use herdless::channel::{Channel, TryRecvError};
-use herdless::wait_queue::WakeMode;
+use herdless::variants::WakeMode;
 use serde::Serialize;
 
 use crate::harness::gang::STACK_SIZE;

@@ -37,7 +37,8 @@ pub use error::{RecvError, RecvTimeoutError, SendError, TryRecvError};
 
 use crate::lock::SpinParkLock;
 use crate::stats::Counter;
-use crate::wait_queue::{Attempt, TimedOut, WaitQueue, WakeMode};
+use crate::variants::WakeMode;
+use crate::wait_queue::{Attempt, TimedOut, WaitQueue};
 
 /// Event counts of a channel (all zero without the `stats` feature).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

@@ -28,7 +28,7 @@
 //! or the waiter itself on `ValueChanged` or timeout. It is exact whenever no
 //! operation is in flight; the tests check it returns to zero.
 //!
-//! # Why a wake may skip the lock (policy [`WakePolicy::WaiterCount`])
+//! # Why a wake may skip the lock (policy [`WakePolicy::WaiterCount`](crate::variants::WakePolicy::WaiterCount))
 //! Without the lock, the waker needs a different argument that it cannot
 //! miss a waiter that is about to sleep. It is the store-buffering litmus
 //! test, with a full fence on each side:
@@ -54,7 +54,7 @@
 //! change of the word and be missed by the wake. The loom test
 //! `store_buffering_waiter_and_waker_never_both_miss` checks exactly this.
 //!
-//! With [`WakePolicy::AlwaysLock`] (the seed's "before"), wake takes the
+//! With [`WakePolicy::AlwaysLock`](crate::variants::WakePolicy::AlwaysLock) (the seed's "before"), wake takes the
 //! bucket lock every time and the lock alone serialises the two sides.
 //!
 //! # Wakeups after unlock
@@ -71,4 +71,4 @@ mod waiter;
 pub use error::{FutexError, RequeueError, WaitError};
 pub(crate) use park::{Parked, RequeueOp, Unparked};
 pub(crate) use table::address;
-pub use table::{FutexStats, FutexTable, Requeued, WakePolicy, Woken};
+pub use table::{FutexStats, FutexTable, Requeued, Woken};

@@ -9,15 +9,7 @@ use crate::deadline::Deadline;
 use crate::stats::Counter;
 use crate::sync::{AtomicU32, Ordering};
 
-/// How [`FutexTable::wake`] decides whether to take the bucket lock.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum WakePolicy {
-    /// Always take the bucket lock and scan (seed 004's "before").
-    AlwaysLock,
-    /// Return at once when the bucket's waiter count is zero: one full fence
-    /// and one load, no lock (seed 004's "after"; the default).
-    WaiterCount,
-}
+pub(crate) use crate::variants::WakePolicy;
 
 /// A successful wait: a wake (or requeue-wake) dequeued this waiter.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

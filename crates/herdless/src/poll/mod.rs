@@ -33,7 +33,7 @@
 //!   sources' queues; a callback already running holds the poller's shared
 //!   core alive, so sources and pollers may be dropped in any order.
 //!
-//! # Ready lists ([`ReadyListKind`])
+//! # Ready lists ([`ReadyListKind`](crate::variants::ReadyListKind))
 //! `Spinlock` (before the seed: one lock for callbacks and the harvester),
 //! `RwLockSwap` (the seed: callbacks share a read lock and append with an
 //! atomic exchange; the harvester takes the write lock; events arriving
@@ -84,4 +84,3 @@ pub use eventfd::EventFd;
 pub use interest::{Event, Readiness, Trigger};
 pub use nest::MAX_NESTING;
 pub use pollable::Pollable;
-pub use ready_list::ReadyListKind;

@@ -223,7 +223,8 @@ unsafe impl lock_api::RawRwLockUpgradeTimed for RawRwSem {
 ///
 /// ```
 /// use std::time::Duration;
-/// use herdless::rwsem::{RwSem, RwSemExt, RwSemConfig, Counting, WakeTiming};
+/// use herdless::rwsem::{RwSem, RwSemExt};
+/// use herdless::variants::{RwSemConfig, Counting, WakeTiming};
 ///
 /// let sem = RwSem::with_config(
 ///     RwSemConfig::new(Counting::Generic, WakeTiming::WakeAfterUnlock),

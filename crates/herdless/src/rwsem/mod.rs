@@ -20,8 +20,8 @@
 //!   leave, and new readers are kept out meanwhile, so the upgrade is not
 //!   starved. A timed upgrade that gives up keeps the upgradable hold.
 //! - **FIFO among sleepers.** Sleepers are served in arrival order.
-//!   [`Counting::Generic`] is strictly FIFO: once anyone sleeps, newcomers
-//!   queue behind. [`Counting::AtomicCount`] lets a *running* thread take a
+//!   [`Counting::Generic`](crate::variants::Counting::Generic) is strictly FIFO: once anyone sleeps, newcomers
+//!   queue behind. [`Counting::AtomicCount`](crate::variants::Counting::AtomicCount) lets a *running* thread take a
 //!   lock that is free for it ahead of the sleepers ("stealing"), until a
 //!   sleeper has waited [`HANDOFF_AFTER`] and
 //!   asks for hand-off; from then on strict FIFO until the next grant. No
@@ -58,13 +58,13 @@
 //!
 //! Two seed choices are fixed per semaphore ([`RwSemConfig`]), so the lab
 //! runs all four combinations in one process:
-//! - [`Counting::Generic`] (kernel `rwsem-spinlock.c`): `activity` under the
+//! - [`Counting::Generic`](crate::variants::Counting::Generic) (kernel `rwsem-spinlock.c`): `activity` under the
 //!   wait lock; every acquire and release takes the wait lock.
-//!   [`Counting::AtomicCount`] (kernel xadd `rwsem.c`, default): an atomic
+//!   [`Counting::AtomicCount`](crate::variants::Counting::AtomicCount) (kernel xadd `rwsem.c`, default): an atomic
 //!   count word with lock-free fast paths; the wait lock is taken only to
 //!   queue, and by a release that finds waiters.
-//! - [`WakeTiming::WakeUnderLock`] (the seed's "before"): granted threads
-//!   are unparked while the wait lock is held. [`WakeTiming::WakeAfterUnlock`]
+//! - [`WakeTiming::WakeUnderLock`](crate::variants::WakeTiming::WakeUnderLock) (the seed's "before"): granted threads
+//!   are unparked while the wait lock is held. [`WakeTiming::WakeAfterUnlock`](crate::variants::WakeTiming::WakeAfterUnlock)
 //!   (the "after", default): they go on a wake list (`util::wake_list`) and are unparked once
 //!   the wait lock is dropped, so neither the wake syscalls nor the woken
 //!   threads' own trips to the wait lock pile up behind it.
@@ -185,7 +185,6 @@
 //!
 //! [`TimedOut`]: crate::wait_queue::TimedOut
 
-mod config;
 mod count;
 #[cfg(not(loom))]
 mod lock_api_impl;
@@ -195,7 +194,7 @@ mod upgrade;
 mod wait_list;
 mod waiter;
 
-pub use config::{Counting, RwSemConfig, WakeTiming};
+pub(crate) use crate::variants::RwSemConfig;
 #[cfg(not(loom))]
 pub use lock_api_impl::RwSemExt;
 pub use raw::{RawRwSem, HANDOFF_AFTER};

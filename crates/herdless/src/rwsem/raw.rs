@@ -8,7 +8,6 @@ use std::time::Duration;
 
 use crossbeam_utils::Backoff;
 
-use super::config::{Counting, RwSemConfig, WakeTiming};
 use super::count::{
     HANDOFF, HOLDERS, NUDGED, READER, READERS, READ_BLOCKERS, UPGRADABLE, UPGRADABLE_BLOCKERS,
     UPGRADING, WAITERS, WRITER, WRITE_BLOCKERS,
@@ -22,6 +21,7 @@ use crate::parker;
 use crate::sync::{AtomicUsize, Ordering};
 use crate::util::waiter::{Slept, GRANTED};
 use crate::util::wake_list::WakeList;
+use crate::variants::{Counting, RwSemConfig, WakeTiming};
 use crate::wait_queue::TimedOut;
 
 /// Rounds of exponential spinning before an `AtomicCount` acquirer queues.

@@ -9,7 +9,6 @@ use std::pin::pin;
 use std::ptr::NonNull;
 use std::time::Duration;
 
-use super::config::Counting;
 use super::count::{HANDOFF, NUDGED, READER, READERS, UPGRADABLE, UPGRADING, WAITERS, WRITER};
 use super::raw::RawRwSem;
 use super::wait_list::WaitList;
@@ -19,6 +18,7 @@ use crate::parker;
 use crate::sync::Ordering;
 use crate::util::waiter::Slept;
 use crate::util::wake_list::WakeList;
+use crate::variants::Counting;
 use crate::wait_queue::TimedOut;
 
 impl RawRwSem {

@@ -16,8 +16,8 @@
 //! read, so making it exclusive would let it swallow a wakeup a reader
 //! needed (DESIGN contract 1).
 //!
-//! [`WakeMode::WakeAll`] (the seed's "before") treats every waiter as
-//! non-exclusive: every wake wakes the whole herd. [`WakeMode::Exclusive`]
+//! [`WakeMode::WakeAll`](crate::variants::WakeMode::WakeAll) (the seed's "before") treats every waiter as
+//! non-exclusive: every wake wakes the whole herd. [`WakeMode::Exclusive`](crate::variants::WakeMode::Exclusive)
 //! (the "after", default) wakes one reader per unit of work.
 //!
 //! Thread entries are dequeued by the wake that wakes them (kernel:
@@ -152,6 +152,6 @@ mod registration;
 mod wait;
 
 pub(crate) use entry::Latch;
-pub use queue::{WaitQueue, WaitQueueStats, WakeMode};
+pub use queue::{WaitQueue, WaitQueueStats};
 pub use registration::{OwnedRegistration, Registration};
 pub use wait::{Attempt, TimedOut};

@@ -10,17 +10,7 @@ use crate::util::linked_list::LinkedList;
 use crate::util::waiter::{Waiter, GRANTED};
 use crate::util::wake_list::WakeList;
 
-/// How a queue treats exclusive waiters (seed 000's before and after).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-pub enum WakeMode {
-    /// Every waiter is treated as non-exclusive, so every wake wakes
-    /// everybody: the thundering herd of seed 000's "before".
-    WakeAll,
-    /// Exclusive waiters are woken at most `nr_exclusive` at a time, oldest
-    /// first (seed 000's "after"; the default).
-    #[default]
-    Exclusive,
-}
+pub(crate) use crate::variants::WakeMode;
 
 /// Event counts of a queue (all zero without the `stats` feature).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

@@ -5,7 +5,8 @@
 
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use herdless::{FutexTable, WakePolicy};
+use herdless::variants::WakePolicy;
+use herdless::FutexTable;
 use parking_lot_core::{ParkResult, DEFAULT_PARK_TOKEN, DEFAULT_UNPARK_TOKEN};
 use rustix::thread::futex;
 

@@ -11,7 +11,7 @@ mod backend;
 mod no_waiters;
 mod one_at_a_time;
 
-use herdless::WakePolicy;
+use herdless::variants::WakePolicy;
 use serde::Serialize;
 
 use self::backend::{Backend, Herdless, Kernel, ParkingLot};

@@ -3,7 +3,8 @@
 
 use std::cell::UnsafeCell;
 
-use herdless::rwsem::{RwSem, RwSemConfig, RwSemExt, RwSemStats};
+use herdless::rwsem::{RwSem, RwSemExt, RwSemStats};
+use herdless::variants::RwSemConfig;
 
 use crate::harness::LabError;
 

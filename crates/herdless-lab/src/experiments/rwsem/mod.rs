@@ -29,7 +29,7 @@ mod locks;
 
 use std::hint::black_box;
 
-use herdless::rwsem::{Counting, RwSemConfig, WakeTiming};
+use herdless::variants::{Counting, RwSemConfig, WakeTiming};
 use serde::Serialize;
 
 use self::locks::{Herdless, ParkingLot, Pthread, RwData, Std};

@@ -43,37 +43,7 @@ use crate::sync::Arc;
 
 pub(crate) use lock_free::Consumer;
 
-/// Which ready list an [`EventPoll`](super::EventPoll) uses (the seed's
-/// before, the seed, and beyond it).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-pub enum ReadyListKind {
-    /// One lock for callbacks and the harvester: every callback takes it
-    /// (the kernel before seed 003: `ep->wq.lock`).
-    Spinlock,
-    /// Seed 003: callbacks take a read lock and append at the tail with an
-    /// atomic exchange, so many append at once; the harvester takes the
-    /// write lock to splice the list out; events that arrive during the
-    /// harvest go to an overflow list.
-    RwLockSwap,
-    /// Beyond the seed: a lock-free multi-producer single-consumer list and
-    /// a per-item "queued" flag. No reader-writer lock, so no reader can
-    /// hold up the harvester (the priority-inversion risk that made the
-    /// kernel drop the rwlock in 2025). Its pollers also latch their entry
-    /// on a source while the item is queued, so writes to a source whose
-    /// event is pending skip the callback (module docs of `poll`). The
-    /// default.
-    #[default]
-    LockFree,
-}
-
-impl ReadyListKind {
-    /// Every variant, before first.
-    pub const ALL: [ReadyListKind; 3] = [
-        ReadyListKind::Spinlock,
-        ReadyListKind::RwLockSwap,
-        ReadyListKind::LockFree,
-    ];
-}
+pub(crate) use crate::variants::ReadyListKind;
 
 /// Counts of a ready list (zeros without the `stats` feature).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
