@@ -43,14 +43,25 @@ pub struct GuestRegion {
 pub struct GuestMemory {
     uffd: OwnedFd,
     regions: Vec<GuestRegion>,
+    user_mode_only: bool,
 }
 
 impl GuestMemory {
     /// A userfaultfd and one registered anonymous region per size (each a
-    /// page multiple), as Firecracker creates them (module doc). Fails with
-    /// `EPERM` where userfaultfd is not permitted.
+    /// page multiple), as Firecracker creates them (module doc). A process
+    /// that may not open a full userfaultfd (not root) gets a
+    /// user-mode-only one (Linux 5.11+): the guest's accesses from user
+    /// space still fault to the handler; only system calls that write into
+    /// a missing page would get `EFAULT` instead. Fails with `EPERM` where
+    /// neither can be opened.
     pub fn new(sizes: &[usize]) -> io::Result<Self> {
-        let uffd = Uffd::open(true, false, u64::from(uapi::UFFD_FEATURE_EVENT_REMOVE))?;
+        let wanted = u64::from(uapi::UFFD_FEATURE_EVENT_REMOVE);
+        let (uffd, user_mode_only) = match Uffd::open(true, false, wanted) {
+            Err(e) if e.raw_os_error() == Some(libc::EPERM) => {
+                (Uffd::open(true, true, wanted)?, true)
+            }
+            other => (other?, false),
+        };
         if uffd.features & u64::from(uapi::UFFD_FEATURE_EVENT_REMOVE) == 0 {
             return Err(io::Error::new(
                 io::ErrorKind::Unsupported,
@@ -60,6 +71,7 @@ impl GuestMemory {
         let mut mem = GuestMemory {
             uffd: rustix::io::dup(uffd.as_fd())?,
             regions: Vec::with_capacity(sizes.len()),
+            user_mode_only,
         };
         let mut offset = 0u64;
         for &size in sizes {
@@ -86,6 +98,13 @@ impl GuestMemory {
             offset += size as u64;
         }
         Ok(mem)
+    }
+
+    /// Whether the userfaultfd is user-mode-only (this process may not open
+    /// a full one): [`kernel_read`](Self::kernel_read) of a missing page
+    /// then fails with `EFAULT` instead of faulting to the handler.
+    pub fn is_user_mode_only(&self) -> bool {
+        self.user_mode_only
     }
 
     /// The regions, in the order given.

@@ -161,7 +161,7 @@ fn messages_that_are_not_mapping_lists_are_refused() {
 
 #[test]
 fn a_message_without_exactly_one_userfaultfd_is_refused() {
-    let Some(mem) = guest_memory(&[16 * PAGE]) else {
+    let Some(mem) = full_guest_memory(&[16 * PAGE]) else {
         return;
     };
     let body = mem.mappings_json();
@@ -247,7 +247,7 @@ fn a_second_connection_while_serving_is_turned_away_and_serving_goes_on() {
 
 #[test]
 fn a_fault_outside_every_mapping_is_answered_reported_and_serving_goes_on() {
-    let Some(mem) = guest_memory(&[16 * PAGE, 16 * PAGE]) else {
+    let Some(mem) = full_guest_memory(&[16 * PAGE, 16 * PAGE]) else {
         return;
     };
     let (handler, dir, file) = handler_for("unmapped", 16, &[]);
@@ -281,7 +281,7 @@ fn a_fault_outside_every_mapping_is_answered_reported_and_serving_goes_on() {
 
 #[test]
 fn a_memory_file_that_shrinks_while_serving_poisons_only_the_pages_past_its_end() {
-    let Some(mem) = guest_memory(&[64 * PAGE]) else {
+    let Some(mem) = full_guest_memory(&[64 * PAGE]) else {
         return;
     };
     let (handler, dir, file) = handler_for("shrinks", 64, &["--fault-around", "64K"]);

@@ -1,22 +1,65 @@
 //! # herdless
 //!
-//! User-space wait/wake primitives that never wake a herd, never wake while
-//! holding a lock, and never take a lock when nobody waits. Each component
-//! re-creates one Linux kernel scalability patch (a "seed") and keeps the
-//! seed's "before" behaviour selectable at construction, so the lab
-//! (`herdless-lab`) can measure both in one run.
+//! Blocking synchronization for Linux threads that never wakes a herd,
+//! never wakes a thread while holding a lock, and never takes a lock when
+//! nobody waits: mutexes, condition variables, reader-writer locks, wait
+//! queues, a blocking channel and an epoll-like poller, on one futex table.
 //!
-//! | module | seed | what it is |
+//! # Which type do I use?
+//!
+//! | you would reach for | to | use |
 //! |---|---|---|
-//! | [`parker`] | — | one sleeping thread and a handle that wakes it |
-//! | [`futex`] | 004 | address-keyed wait/wake with the waiter-count fast path |
-//! | [`mutex`], [`condvar`] | 004 + 001 | `lock_api` mutex and a condvar whose `notify_all` requeues |
-//! | [`wait_queue`] | 000 + 001 | wait-queue head: exclusive and non-exclusive entries, poller callbacks, pass-on of unused wakeups |
-//! | [`channel`] | 000 | blocking multi-reader queue on a wait queue, wake-all or wake-one |
-//! | [`rwsem`] | 001 | FIFO reader-writer semaphore, `lock_api` guards, grants woken after unlock |
-//! | [`poll`] | 003 | `EventPoll` (epoll) with spinlock, rwlock + swap and lock-free ready lists; `EventFd`; the `Pollable` trait |
+//! | `std::sync::Mutex`, `parking_lot::Mutex` | protect data, one thread at a time | [`Mutex`] (`lock_api` guards; `try_lock_for`, `unlock_fair`, `bump`) |
+//! | `std::sync::Condvar`, `parking_lot::Condvar` | sleep until a condition on mutex-protected data holds | [`Condvar`] (no spurious wakeups; exact `notify_one`/`notify_all` results; `notify_all` moves waiters onto the mutex instead of waking them all) |
+//! | `std::sync::RwLock`, `parking_lot::RwLock` | many readers or one writer | [`RwSem`] (FIFO among sleepers, upgradable reads, `downgrade`, timed, fair unlock) |
+//! | `parking_lot_core::park`/`unpark`, a raw `futex(2)` | build your own primitive on a 32-bit word | [`FutexTable`] (`wait`, `wake`, `cmp_requeue` on any `AtomicU32`) |
+//! | `std::thread::park`, `crossbeam_utils::sync::Parker` | put one thread to sleep and wake it from another | [`parker::Parker`], [`parker::Unparker`] |
+//! | `event_listener::Event` (blocking), Linux's `wait_queue_head_t` | wait for a condition you check yourself; wake one or all | [`WaitQueue`] (exclusive waiters with pass-on; poller callbacks) |
+//! | `crossbeam_channel`, `std::sync::mpsc` with many receivers | a blocking queue read by several threads | [`Channel`] (each item wakes one reader) |
+//! | `mio::Poll`, `epoll(7)`, `eventfd(2)` | wait for readiness on many sources at once | [`EventPoll`], [`EventFd`], the [`Pollable`] trait |
+//! | Firecracker's example page-fault handlers, the `userfaultfd` crate | serve a snapshot's memory lazily | the `herdless-pager` crate and its `herdless-uffd` binary |
 //!
-//! See `docs/ARCHITECTURE.md` for the layers and the ordering contracts.
+//! What herdless does not offer: `async` (futures and wakers: use
+//! `tokio::sync` or `event-listener`'s async side); poisoning (a panic
+//! while holding a lock releases it, as in parking_lot); recursive or
+//! reentrant locks; locks shared between processes; platforms other than
+//! Linux.
+//!
+//! ```
+//! use std::sync::Arc;
+//! use herdless::{Condvar, Mutex};
+//!
+//! let pair = Arc::new((Mutex::new(Vec::new()), Condvar::new()));
+//! let consumer = {
+//!     let pair = pair.clone();
+//!     std::thread::spawn(move || {
+//!         let (jobs, ready) = &*pair;
+//!         let mut jobs = jobs.lock();
+//!         while jobs.is_empty() {
+//!             ready.wait(&mut jobs);
+//!         }
+//!         jobs.pop()
+//!     })
+//! };
+//! pair.0.lock().push(42);
+//! pair.1.notify_one(); // true if a waiter was there to be woken
+//! assert_eq!(consumer.join().unwrap(), Some(42));
+//! ```
+//!
+//! # How it is built
+//! Every sleeping thread is one waiter record (`util::waiter`, internal)
+//! with one grant and one sleep loop, queued on one of three heads: the
+//! [`futex`] table's buckets (Mutex, Condvar), a [`rwsem`]'s wait list, or
+//! a [`wait_queue`] (Channel, EventPoll, EventFd). Wakers collect the
+//! threads to wake under the head's lock and wake them after dropping it.
+//! Each component re-creates one Linux kernel scalability patch (the
+//! "seeds") and keeps the patch's "before" selectable through
+//! [`variants`], so the `herdless-lab` crate measures both in one run;
+//! `docs/ARCHITECTURE.md` maps the layers, the seeds and the ordering
+//! contracts the code cites.
+//!
+//! Counters of what happened (wakeups, wasted wakeups, lock acquisitions
+//! skipped, ...) are compiled in with the `stats` feature ([`stats`]).
 
 #![warn(missing_docs)]
 

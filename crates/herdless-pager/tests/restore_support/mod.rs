@@ -46,6 +46,23 @@ pub fn guest_memory(sizes: &[usize]) -> Option<GuestMemory> {
     }
 }
 
+/// Guest memory with a full userfaultfd, for tests that read it through a
+/// system call (`kernel_read`: with a user-mode-only userfaultfd that gets
+/// `EFAULT` instead of a fault) or open a userfaultfd themselves; `None`
+/// after marking the test skipped with the reason.
+pub fn full_guest_memory(sizes: &[usize]) -> Option<GuestMemory> {
+    let mem = guest_memory(sizes)?;
+    if mem.is_user_mode_only() {
+        skip::skip(
+            "needs a full userfaultfd (root, CAP_SYS_PTRACE or vm.unprivileged_userfaultfd=1): \
+             it reads guest memory through system calls or opens a userfaultfd itself; \
+             this process may only open a user-mode-only one",
+        );
+        return None;
+    }
+    Some(mem)
+}
+
 /// Whether userfaultfd works here (printing why not, for a skip).
 pub fn userfaultfd_works() -> bool {
     guest_memory(&[PAGE]).is_some()
