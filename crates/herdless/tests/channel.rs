@@ -286,7 +286,7 @@ fn close_with_blocked_readers_and_pending_items_delivers_each_item_once_then_clo
     }
 }
 
-/// DESIGN contract 1 under stress: N exclusive readers are queued, one item
+/// ARCHITECTURE contract 6 under stress: N exclusive readers are queued, one item
 /// is posted, and the reader the wake picks is made to time out right after
 /// being picked (the test hook gives it up without looking). It must pass
 /// the wakeup on: the item is received by someone, every iteration. Threads

@@ -86,7 +86,7 @@ fn lockless_append_racing_the_drain_loses_and_duplicates_nothing() {
     }
 }
 
-/// Selftest epoll61 and DESIGN contract 5: one edge, a timed waiter and a
+/// Selftest epoll61 and ARCHITECTURE contract 4: one edge, a timed waiter and a
 /// patient one. The timed waiter's timeout may fire anywhere around the
 /// wake that chooses it; with the hook, a chosen timed waiter gives up
 /// without looking. Either way the event is reported by somebody: the timed

@@ -97,7 +97,7 @@ fn wake_racing_wait_event_registration_is_never_lost() {
     }
 }
 
-/// DESIGN contract 1 and 5: one item, one exclusive wake, and the chosen
+/// ARCHITECTURE contracts 6 and 4: one item, one exclusive wake, and the chosen
 /// waiter's timeout firing anywhere around the choice. Either the timed
 /// waiter consumes the item (the wake wins), or the untimed one gets it;
 /// with the hook, a chosen timed waiter gives up without looking and must
@@ -164,7 +164,7 @@ fn a_waiter_chosen_while_its_first_look_took_an_older_item_passes_the_wakeup_on(
     });
 }
 
-/// DESIGN contract 5 on its own: a timed waiter that a wake dequeued
+/// ARCHITECTURE contract 4 on its own: a timed waiter that a wake dequeued
 /// reports the wake (it takes the item), and one that reports a timeout was
 /// not chosen (the item is still there).
 #[test]

@@ -11,7 +11,7 @@
 //! requeue) dequeued it, [`WaitError::ValueChanged`] if the word did not hold
 //! the expected value, and [`WaitError::TimedOut`] if the timeout fired first.
 //! A timeout that fires after a wake dequeued the waiter reports `Woken`: the
-//! wake wins, and the wake's count stays true (DESIGN contract 5).
+//! wake wins, and the wake's count stays true (ARCHITECTURE contract 4).
 //!
 //! # Layout
 //! The table is an array of cache-padded buckets, hashed by the word's

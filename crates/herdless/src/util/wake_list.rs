@@ -5,7 +5,7 @@
 //! Woken threads therefore never run straight into the lock their waker still
 //! holds, and the lock's hold time does not include syscalls.
 //!
-//! Rules for the code that fills it (DESIGN contract 3):
+//! Rules for the code that fills it (ARCHITECTURE contract 3):
 //! 1. Take the handle (an [`Unparker`] clone: a strong reference to the
 //!    sleeper) *before* publishing the grant / "woken" flag to the waiter.
 //! 2. Publishing the grant is the last touch of the waiter's record: the

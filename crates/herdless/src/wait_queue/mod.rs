@@ -14,7 +14,7 @@
 //! exclusively ([`WaitQueue::wait_event_exclusive`]); pollers never do
 //! ([`WaitQueue::wait_event`], callbacks): a poller that is woken need not
 //! read, so making it exclusive would let it swallow a wakeup a reader
-//! needed (DESIGN contract 1).
+//! needed (ARCHITECTURE contract 6).
 //!
 //! [`WakeMode::WakeAll`](crate::variants::WakeMode::WakeAll) (the seed's "before") treats every waiter as
 //! non-exclusive: every wake wakes the whole herd. [`WakeMode::Exclusive`](crate::variants::WakeMode::Exclusive)
@@ -44,7 +44,7 @@
 //! not sleep. "The waiter misses the state and the wake misses the waiter"
 //! is impossible.
 //!
-//! # Nobody waits: the lock-free check (DESIGN contract 2)
+//! # Nobody waits: the lock-free check (ARCHITECTURE contract 8)
 //! `wake_up` on a queue with no entry at all (no sleeper, no poller
 //! registered: an `EventFd` nobody polls, the writers' queue of a consumer
 //! that only reads) skips the lock. The queue counts its entries
@@ -100,7 +100,7 @@
 //! `a_write_skipping_a_latched_entry_is_seen_by_the_rearming_harvest`
 //! deadlocks without (R) or (W).
 //!
-//! # The consumption contract (DESIGN contract 1; why the seed was refused)
+//! # The consumption contract (ARCHITECTURE contract 6; why the seed was refused)
 //! An exclusive wake is a promise: "one waiter is now awake to handle this
 //! event". A waiter chosen by it must *consume the event or pass the wakeup
 //! on* to the next exclusive waiter, including when it times out, is
@@ -120,7 +120,7 @@
 //!   else consumed the event.
 //!
 //! The queue then keeps the promise on every path:
-//! - *Timeout after being chosen*: the wake wins (DESIGN contract 5); the
+//! - *Timeout after being chosen*: the wake wins (ARCHITECTURE contract 4); the
 //!   waiter attempts once more and returns its result. `TimedOut` means the
 //!   attempt found nothing, so nothing is lost.
 //! - *Chosen while its first attempt (right after queueing) was already

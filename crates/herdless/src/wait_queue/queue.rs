@@ -22,7 +22,7 @@ pub struct WaitQueueStats {
     /// sleep (thundering-herd losers, or a wakeup someone else consumed).
     pub wasted_wakeups: u64,
     /// Wakeups handed on by a chosen exclusive waiter that left without
-    /// consuming (DESIGN contract 1).
+    /// consuming (ARCHITECTURE contract 6).
     pub passed_on: u64,
     /// Queue-lock acquisitions that found the lock held.
     pub contended_lock_acquisitions: u64,

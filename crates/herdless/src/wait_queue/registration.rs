@@ -24,7 +24,7 @@ fn callback(f: impl Fn() + Send + Sync + 'static) -> Callback {
 }
 
 fn queued_entry(queue: &WaitQueue, f: impl Fn() + Send + Sync + 'static) -> Pin<Box<Entry>> {
-    // Pollers are never exclusive (DESIGN contract 1).
+    // Pollers are never exclusive (ARCHITECTURE contract 6).
     enqueue_boxed(queue, entry(false, Notify::Callback(callback(f))))
 }
 
@@ -46,7 +46,7 @@ impl WaitQueue {
     /// dropped: it may lock, wake other queues, or even this one. Keep it
     /// short: the waker is blocked while it runs. A wake that collected the
     /// entry just before the registration was dropped may still call it
-    /// once afterwards (DESIGN contract 3: expect spurious calls).
+    /// once afterwards (ARCHITECTURE contract 3: expect spurious calls).
     ///
     /// Registering does not look at the source: as with any waiter, the
     /// poller registers first, then checks readiness itself, so that no

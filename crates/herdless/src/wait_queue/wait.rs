@@ -86,8 +86,8 @@ impl WaitQueue {
     /// forever).
     ///
     /// A timeout that fires after a wake chose this waiter does not lose
-    /// that wakeup: the wake wins and `attempt` is called once more (DESIGN
-    /// contract 5); `Err(TimedOut)` is returned only if it still says
+    /// that wakeup: the wake wins and `attempt` is called once more
+    /// (ARCHITECTURE contract 4); `Err(TimedOut)` is returned only if it still says
     /// [`Attempt::Wait`], i.e. the event was consumed by someone else.
     pub fn wait_event_exclusive_timeout<R>(
         &self,
