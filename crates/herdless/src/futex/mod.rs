@@ -59,8 +59,19 @@
 //!
 //! # Wakeups after unlock
 //! Waiters are dequeued under the bucket lock onto a wake list; the threads
-//! are woken after the lock is dropped (see `util::wake_list`). Setting a
-//! waiter's state to `WOKEN` is the last touch of its record.
+//! are woken after the lock is dropped (see `util::wake_list`). Granting a
+//! waiter (the shared `util::waiter` record) is the last touch of its
+//! record (ARCHITECTURE contracts 3 and 4).
+//!
+//! # One mechanism, several users
+//! `park.rs` is the table's core, in parking_lot_core's shape: park with a
+//! `validate` under the bucket lock and a `before_sleep` after queueing;
+//! unpark one (with a `decide` under the lock choosing the grant's token),
+//! unpark all, and requeue (with a `validate` choosing how many to wake and
+//! move). [`FutexTable::wait`], [`FutexTable::wake`] and
+//! [`FutexTable::cmp_requeue`] are those with trivial callbacks;
+//! [`Mutex`](crate::Mutex) and [`Condvar`](crate::Condvar) use the
+//! callbacks (ARCHITECTURE contract 5).
 
 mod bucket;
 mod error;
