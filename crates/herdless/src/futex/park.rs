@@ -19,12 +19,11 @@
 
 use std::convert::Infallible;
 use std::num::NonZeroU32;
-use std::pin::pin;
 use std::ptr::NonNull;
 
 use super::bucket::KeyedCursor;
 use super::table::{FutexTable, Requeued, WakePolicy};
-use super::waiter::{Keyed, Waiter};
+use super::waiter::{with_record, Keyed, Waiter};
 use crate::deadline::Deadline;
 use crate::parker;
 use crate::sync::{fence, Ordering};
@@ -138,38 +137,44 @@ impl FutexTable {
             return Parked::TimedOut;
         }
         parker::with_current(|parker| {
-            let waiter = pin!(Waiter::new(parker.unparker(), Keyed::new(key, index)));
-            let node = NonNull::from(&*waiter);
-            // SAFETY: the record is pinned on this stack frame and is not
-            // freed before it has left every list: we return only after an
-            // unpark removed it (its grant is the last touch) or after we
-            // removed it ourselves under its bucket lock (`cancel`, also on
-            // an unwinding `before_sleep`).
-            unsafe { queue.list.push_back(node) };
-            drop(queue);
+            let record = Waiter::new(parker.unparker(), Keyed::new(key, index));
+            // In the thread's record slot (dense memory: the waker's walk
+            // touches few pages), or on this frame if that is busy.
+            with_record(record, |waiter| {
+                let node = NonNull::from(waiter);
+                // SAFETY: the record stays at this address until
+                // `with_record` returns, and leaves every list before that:
+                // we return only after an unpark removed it (its grant is
+                // the last touch) or after we removed it ourselves under its
+                // bucket lock (`cancel`, also on an unwinding
+                // `before_sleep`).
+                unsafe { queue.list.push_back(node) };
+                drop(queue);
 
-            let mut guard = CancelOnUnwind {
-                table: self,
-                waiter: &waiter,
-                timed_out: Some(timed_out),
-            };
-            before_sleep();
-            let timed_out = guard
-                .timed_out
-                .take()
-                .expect("taken only here or on unwind");
-            drop(guard);
+                let mut guard = CancelOnUnwind {
+                    table: self,
+                    waiter,
+                    timed_out: Some(timed_out),
+                };
+                before_sleep();
+                let timed_out = guard
+                    .timed_out
+                    .take()
+                    .expect("taken only here or on unwind");
+                drop(guard);
 
-            match waiter.sleep(parker, deadline, || None::<Infallible>) {
-                Slept::Granted(token) => Parked::Unparked {
-                    token,
-                    // Relaxed: written under a bucket lock before the grant,
-                    // whose Release/Acquire orders it before this read.
-                    key: waiter.payload().key.load(Ordering::Relaxed),
-                },
-                Slept::Stopped(never) => match never {},
-                Slept::DeadlinePassed => self.cancel(&waiter, timed_out),
-            }
+                match waiter.sleep(parker, deadline, || None::<Infallible>) {
+                    Slept::Granted(token) => Parked::Unparked {
+                        token,
+                        // Relaxed: written under a bucket lock before the
+                        // grant, whose Release/Acquire orders it before
+                        // this read.
+                        key: waiter.payload().key.load(Ordering::Relaxed),
+                    },
+                    Slept::Stopped(never) => match never {},
+                    Slept::DeadlinePassed => self.cancel(waiter, timed_out),
+                }
+            })
         })
     }
 

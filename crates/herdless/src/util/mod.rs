@@ -2,5 +2,6 @@
 //! and the wake list that defers wakeups until after the lock is dropped.
 
 pub(crate) mod linked_list;
+pub(crate) mod slot_pool;
 pub(crate) mod waiter;
 pub(crate) mod wake_list;

@@ -25,9 +25,9 @@
 //!   handle onto a [`WakeList`] *before* it publishes the grant, and the
 //!   Release store of the token is its last access to the record: the
 //!   owner may see it (Acquire), return and free the record at once, before
-//!   the unpark runs. The unpark then goes to an `Arc`'d parker that
-//!   outlives the record, and is at worst a spurious wakeup of a later
-//!   wait, which every sleep loop tolerates.
+//!   the unpark runs. The unpark then goes to a parker whose state word is
+//!   never freed (a [`parker`](crate::parker) slot), and is at worst a
+//!   spurious wakeup of a later wait, which every sleep loop tolerates.
 //! - **The wake wins a tie.** A sleeper whose deadline passes takes the lock
 //!   of the list its record is on and calls [`Waiter::cancel_locked`]: if a
 //!   grant got there first it keeps the grant (and reports it), otherwise it
@@ -64,7 +64,8 @@ const SPIN_FOR_GRANT: u32 = 400;
 pub(crate) const GRANTED: NonZeroU32 = NonZeroU32::MIN;
 
 /// One waiter, pinned for as long as it is in a list: on the waiting
-/// thread's stack, or (wait-queue callbacks) in a `Box`.
+/// thread's stack, in its thread's futex record slot (dense memory, see
+/// `futex::waiter`), or (wait-queue callbacks) in a `Box`.
 ///
 /// Invariants (who writes what, under which lock):
 /// - `pointers`: only under the lock of the list holding the record.
@@ -73,7 +74,7 @@ pub(crate) const GRANTED: NonZeroU32 = NonZeroU32::MIN;
 ///   that unlinked it under the lock stores the grant token with Release as
 ///   its very last access. The owner reads it with Acquire, with or without
 ///   the lock.
-/// - `wake`: immutable; wakers clone it under the lock.
+/// - `wake`: immutable; wakers copy it under the lock.
 /// - `payload`: the user's; it states its own rules (atomics, or immutable).
 pub(crate) struct Waiter<P, W = Unparker> {
     pointers: Pointers<Waiter<P, W>>,

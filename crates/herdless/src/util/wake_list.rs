@@ -6,8 +6,9 @@
 //! holds, and the lock's hold time does not include syscalls.
 //!
 //! Rules for the code that fills it (ARCHITECTURE contract 3):
-//! 1. Take the handle (an [`Unparker`] clone: a strong reference to the
-//!    sleeper) *before* publishing the grant / "woken" flag to the waiter.
+//! 1. Take the handle (an [`Unparker`] copy: the address of the sleeper's
+//!    parker slot, never freed) *before* publishing the grant / "woken"
+//!    flag to the waiter.
 //! 2. Publishing the grant is the last touch of the waiter's record: the
 //!    waiter may see it, return and free the record at once, before the wake.
 //! 3. The wake itself may find the thread already running, or busy in some
