@@ -1,7 +1,7 @@
 //! An intrusive doubly linked FIFO list of waiter records.
 //!
-//! Waiter records live on the stack of the thread that waits; the list only
-//! links them. That gives O(1) enqueue, dequeue and cancellation with no
+//! Waiter records live on the stack of the thread that waits (or, for the
+//! futex table, in that thread's record slot); the list only links them. That gives O(1) enqueue, dequeue and cancellation with no
 //! allocation on any wait path. The price is the contract below, which every
 //! user of the list (futex buckets, wait queues, rwsem) states next to its
 //! calls:
@@ -11,6 +11,9 @@
 //! - All link operations on a list, and on the nodes in it, happen under the
 //!   one lock that guards that list.
 //! - A node is in at most one list at a time.
+//!
+//! Links: `next` is always exact; `prev` is exact for every node but the
+//! head, whose `prev` is never read (see [`LinkedList::remove`]).
 
 use std::marker::PhantomData;
 use std::ptr::NonNull;
@@ -146,6 +149,13 @@ impl<T: Link> LinkedList<T> {
 
     /// Unlinks `node`.
     ///
+    /// Removing the head writes nothing into its successor: the head's
+    /// `prev` is never read, so it is left stale (it names the node that
+    /// left) instead of cleared. A waker that dequeues sleepers one at a
+    /// time then touches only the record it takes, not the next sleeper's
+    /// line too, a cache line last written by another CPU (lab README,
+    /// `futex-wake`).
+    ///
     /// # Safety
     /// `node` is in this list.
     pub(crate) unsafe fn remove(&mut self, node: NonNull<T>) {
@@ -153,13 +163,21 @@ impl<T: Link> LinkedList<T> {
         // neighbours are live and linked under the lock we hold.
         unsafe {
             let (prev, next) = links(node, |l| (l.prev.take(), l.next.take()));
-            match prev {
-                Some(prev) => links(prev, |l| l.next = next),
-                None => self.head = next,
-            }
-            match next {
-                Some(next) => links(next, |l| l.prev = prev),
-                None => self.tail = prev,
+            if self.head == Some(node) {
+                // `next` (if any) becomes the head: its stale `prev` is
+                // never read.
+                self.head = next;
+                if next.is_none() {
+                    self.tail = None;
+                }
+            } else {
+                // Every node but the head has its predecessor in `prev`.
+                let prev = prev.expect("a node behind the head has a predecessor");
+                links(prev, |l| l.next = next);
+                match next {
+                    Some(next) => links(next, |l| l.prev = Some(prev)),
+                    None => self.tail = Some(prev),
+                }
             }
         }
         self.len -= 1;
@@ -232,6 +250,25 @@ mod tests {
         assert_eq!(unsafe { first.as_ref().value }, 1);
         list.pop_front().unwrap();
         assert!(list.is_empty() && list.pop_front().is_none());
+        // Removing behind a head whose `prev` is stale (its predecessor
+        // left by a head removal) relinks only live neighbours.
+        // SAFETY: `nodes` outlives `list`; each removed node is in it.
+        unsafe {
+            for n in &nodes {
+                list.push_back(NonNull::from(n));
+            }
+            list.pop_front().unwrap();
+            list.remove(NonNull::from(&nodes[2]));
+            assert_eq!(values(&list), [1, 3, 4]);
+            list.remove(NonNull::from(&nodes[4]));
+            list.remove(NonNull::from(&nodes[1]));
+            assert_eq!(values(&list), [3]);
+            list.push_back(NonNull::from(&nodes[0]));
+            list.remove(NonNull::from(&nodes[0]));
+            assert_eq!(values(&list), [3]);
+            list.pop_front().unwrap();
+        }
+        assert!(list.is_empty() && list.front().is_none());
         // A removed node can be pushed again.
         // SAFETY: as above.
         unsafe { list.push_back(NonNull::from(&nodes[2])) };
