@@ -73,10 +73,14 @@ fn wake_one_at_a_time() -> Section<one_at_a_time::Params> {
     )
     .metric(Metric::lower("per_wake_us", "µs"))
     .metric(Metric::lower("time_ms", "ms"))
+    .metric(Metric::lower(
+        "ran_during_pct",
+        "% of woken threads that ran before the last wake",
+    ))
     .ratio(Ratio::of(WAITER_COUNT, ALWAYS_LOCK))
     .ratio(Ratio::of(WAITER_COUNT, KERNEL).at_most(1.1))
     .ratio(Ratio::of(PARKING_LOT, WAITER_COUNT))
-    .evidence(&["time_ms"]);
+    .evidence(&["time_ms", "ran_during_pct"]);
     with_variants::<OneAtATime>(section)
 }
 

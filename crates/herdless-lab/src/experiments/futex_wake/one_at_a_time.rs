@@ -15,8 +15,18 @@
 //!
 //! Workers are spawned afresh for every repetition and released through the
 //! gate at its end.
+//!
+//! `ran_during_pct` says which of two regimes a repetition was in: the
+//! share of woken workers that had already run (returned from their wait)
+//! when the waker made its last wake. At 0 the workers' CPU stayed idle for
+//! the whole loop (on the lab's VM a halted vCPU can take 100-800 µs to come
+//! back) and each wake cost the waker ~1-2.5 µs; once the woken workers
+//! run on the other CPU during the loop, the waker's `FUTEX_WAKE` competes
+//! with their scheduling and each wake costs ~4-6 µs, for every variant
+//! alike. The medians mix both, so a variant whose loop is a little longer
+//! is more often caught by the second regime (lab README, `futex-wake`).
 
-use std::sync::atomic::{AtomicI32, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicI32, AtomicU32, AtomicUsize, Ordering};
 use std::thread;
 use std::time::Instant;
 
@@ -77,7 +87,9 @@ impl Measure for OneAtATime {
         let word = AtomicU32::new(0);
         let tids: Vec<AtomicI32> = (0..n).map(|_| AtomicI32::new(0)).collect();
         let gate = AtomicU32::new(0);
-        let (word, gate) = (&word, &gate);
+        // Woken workers that have returned from their wait.
+        let returned = AtomicUsize::new(0);
+        let (word, gate, returned) = (&word, &gate, &returned);
         let placement = Placement::split()?;
         let workers = &placement.workers[..];
         let _driver = Pin::current_to(&placement.driver)?;
@@ -101,6 +113,8 @@ impl Measure for OneAtATime {
                                 break;
                             }
                         }
+                        // Relaxed: a count read once, after the loop.
+                        returned.fetch_add(1, Ordering::Relaxed);
                         wait_for_gate(gate);
                     })
                     .map_err(|e| LabError::os(format!("spawning waiter {i} of {n}"), e))?;
@@ -125,9 +139,11 @@ impl Measure for OneAtATime {
                 }
             }
             let elapsed = start.elapsed().as_secs_f64();
+            let ran = returned.load(Ordering::Relaxed);
             Ok(Sample::new()
                 .with("per_wake_us", elapsed * 1e6 / n as f64)
-                .with("time_ms", elapsed * 1e3))
+                .with("time_ms", elapsed * 1e3)
+                .with("ran_during_pct", 100.0 * ran as f64 / n as f64))
         })
     }
 }
