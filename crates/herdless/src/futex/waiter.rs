@@ -5,6 +5,7 @@
 use std::cell::Cell;
 use std::mem::MaybeUninit;
 use std::pin::pin;
+use std::sync::atomic::{compiler_fence, Ordering};
 
 use crate::sync::{thread_local, AtomicUsize};
 use crate::util::slot_pool::SlotPool;
@@ -114,6 +115,8 @@ impl Drop for Release<'_> {
         // lock), and unwinds only through `park`'s `CancelOnUnwind`, which
         // takes it out first. Dropped once: the flag is cleared next.
         unsafe { (*self.place).assume_init_drop() };
+        // The record is gone before a signal handler may take the slot.
+        compiler_fence(Ordering::SeqCst);
         self.thread.in_use.set(false);
     }
 }
@@ -132,6 +135,9 @@ pub(super) fn with_record<R>(record: Waiter, f: impl FnOnce(&Waiter) -> R) -> R 
         if thread.in_use.replace(true) {
             return None;
         }
+        // A signal handler that interrupts us from here on must see the
+        // flag set before we write the slot.
+        compiler_fence(Ordering::SeqCst);
         let place = thread.slot.record.get();
         // SAFETY: `in_use` was clear, so the slot holds no record and no
         // list links to it; only this thread writes it, and the guard
