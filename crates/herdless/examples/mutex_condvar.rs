@@ -106,8 +106,8 @@ fn main() -> Result<(), Box<dyn Error>> {
         let st = FutexTable::global().stats();
         println!(
             "futex table: {} waits, {} wakes ({} skipped the lock: nobody waited), \
-             {} threads woken, {} requeued onto the mutex",
-            st.waits, st.wakes, st.wakes_skipped, st.wakeups, st.requeued
+             {} requeue operations (condvar notifications), {} threads woken by both, {} requeued onto the mutex",
+            st.waits, st.wakes, st.wakes_skipped, st.requeues, st.wakeups, st.requeued
         );
     } else {
         println!("(run with `--features stats` for the futex table's event counters)");

@@ -258,6 +258,11 @@ fn cmp_requeue_with_a_mismatched_value_moves_nobody() {
         })
     );
     assert_eq!(table.queued(&from), 1);
+    assert_eq!(
+        table.stats().requeues,
+        0,
+        "a refused requeue is not counted"
+    );
     assert_eq!(table.wake(&to, 1), 0, "nobody was moved to the target");
     from.store(1, Ordering::Relaxed);
     assert_eq!(table.wake(&from, 1), 1);
@@ -296,6 +301,14 @@ fn cmp_requeue_wakes_some_and_moves_the_rest_to_the_target() {
                 requeued: 3
             })
         );
+        if cfg!(feature = "stats") {
+            let st = table.stats();
+            assert_eq!(
+                (st.requeues, st.requeued, st.wakeups, st.wakes),
+                (1, 3, 1, 0),
+                "one requeue that woke one and moved three; no wake call yet"
+            );
+        }
         // One is left on `from`, three sleep on `to`.
         assert_eq!(table.wake_all(&from), 1);
         assert_eq!(table.wake_all(&to), 3);

@@ -365,6 +365,7 @@ impl FutexTable {
         target.withdraw(1);
         wakes.wake_all();
         if let Some(done) = result {
+            self.counters.requeues.add(1);
             self.counters.wakeups.add(done.woken as u64);
             self.counters.requeued.add(done.requeued as u64);
         }

@@ -29,7 +29,9 @@ pub struct Requeued {
 pub struct FutexStats {
     /// Calls to `wait`.
     pub waits: u64,
-    /// Calls to `wake`/`wake_all` (with `n > 0`).
+    /// Wake operations: `wake`/`wake_all` (with `n > 0`) and the unlock /
+    /// notify paths of the locks built on the table that wake without
+    /// moving anyone. Requeues are counted in `requeues`, not here.
     pub wakes: u64,
     /// Wakes that returned without taking the bucket lock.
     pub wakes_skipped: u64,
@@ -37,6 +39,12 @@ pub struct FutexStats {
     pub wake_lock_acquisitions: u64,
     /// Threads woken by wakes and requeues.
     pub wakeups: u64,
+    /// Requeue operations that went ahead: `cmp_requeue` calls whose word
+    /// still held the expected value, and Condvar notifications that found
+    /// a waiter (each wakes it, or moves it onto the mutex it will need).
+    /// Each took the bucket locks once. Their woken threads are in
+    /// `wakeups`, their moved ones in `requeued`.
+    pub requeues: u64,
     /// Waiters moved by requeues.
     pub requeued: u64,
     /// Bucket-lock acquisitions that found the lock held (all operations).
@@ -51,6 +59,7 @@ pub(super) struct Counters {
     pub(super) wakes_skipped: Counter,
     pub(super) wake_lock_acquisitions: Counter,
     pub(super) wakeups: Counter,
+    pub(super) requeues: Counter,
     pub(super) requeued: Counter,
 }
 
@@ -334,6 +343,7 @@ impl FutexTable {
             wakes_skipped: c.wakes_skipped.sum(),
             wake_lock_acquisitions: c.wake_lock_acquisitions.sum(),
             wakeups: c.wakeups.sum(),
+            requeues: c.requeues.sum(),
             requeued: c.requeued.sum(),
             contended_lock_acquisitions: self
                 .buckets

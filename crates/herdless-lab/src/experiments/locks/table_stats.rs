@@ -29,6 +29,7 @@ pub fn table_delta(before: Option<FutexStats>, after: Option<FutexStats>) -> Opt
             .wake_lock_acquisitions
             .saturating_sub(b.wake_lock_acquisitions),
         wakeups: a.wakeups.saturating_sub(b.wakeups),
+        requeues: a.requeues.saturating_sub(b.requeues),
         requeued: a.requeued.saturating_sub(b.requeued),
         contended_lock_acquisitions: a
             .contended_lock_acquisitions
