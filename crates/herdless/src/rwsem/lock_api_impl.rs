@@ -6,7 +6,8 @@ use std::time::{Duration, Instant};
 
 use super::raw::RawRwSem;
 use super::stats::RwSemStats;
-use super::{RwSem, RwSemConfig, RwSemReadGuard, RwSemUpgradableReadGuard, RwSemWriteGuard};
+use super::{RwSem, RwSemReadGuard, RwSemUpgradableReadGuard, RwSemWriteGuard};
+use crate::variants::RwSemConfig;
 use crate::wait_queue::TimedOut;
 
 // SAFETY: `lock_shared`/`try_lock_shared` return only once the count (or

@@ -194,7 +194,6 @@ mod upgrade;
 mod wait_list;
 mod waiter;
 
-pub(crate) use crate::variants::RwSemConfig;
 #[cfg(not(loom))]
 pub use lock_api_impl::RwSemExt;
 pub use raw::{RawRwSem, HANDOFF_AFTER};
