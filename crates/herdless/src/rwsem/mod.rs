@@ -10,7 +10,7 @@
 //! `upgrade`, `try_upgrade`, `try_upgrade_for` / `_until`, `downgrade` and
 //! `with_upgraded` on the upgradable guard, and the fair unlocks
 //! (`unlock_fair`, `unlocked_fair`, `bump`) on all three; [`RwSemExt`]
-//! adds construction with a [`RwSemConfig`], timed acquisition with a typed
+//! adds construction with a [`RwSemConfig`](crate::variants::RwSemConfig), timed acquisition with a typed
 //! [`TimedOut`] error, and the counters.
 //! - **Three holds.** Readers share; the one *upgradable* reader shares
 //!   with readers but excludes writers and other upgradable readers; a
@@ -56,7 +56,7 @@
 //!   request with `AtomicCount`) and deadlock, as with `std`'s `RwLock`.
 //!   There is no `read_recursive`, and no poisoning.
 //!
-//! Two seed choices are fixed per semaphore ([`RwSemConfig`]), so the lab
+//! Two seed choices are fixed per semaphore ([`RwSemConfig`](crate::variants::RwSemConfig)), so the lab
 //! runs all four combinations in one process:
 //! - [`Counting::Generic`](crate::variants::Counting::Generic) (kernel `rwsem-spinlock.c`): `activity` under the
 //!   wait lock; every acquire and release takes the wait lock.
