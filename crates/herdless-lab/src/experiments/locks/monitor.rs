@@ -65,97 +65,75 @@ pub trait Monitor<T: Send>: Sync + Sized {
     }
 }
 
-/// `herdless::Mutex` with two `herdless::Condvar`s.
-#[repr(align(128))]
-pub struct Herdless<T> {
-    mutex: herdless::Mutex<T>,
-    cvs: [herdless::Condvar; 2],
-}
-
-impl<T: Send> Monitor<T> for Herdless<T> {
-    fn boxed(value: T) -> Result<Box<Self>, LabError> {
-        Ok(Box::new(Herdless {
-            mutex: herdless::Mutex::new(value),
-            cvs: [herdless::Condvar::new(), herdless::Condvar::new()],
-        }))
-    }
-
-    #[inline]
-    fn with<R>(&self, f: impl FnOnce(&mut T) -> R) -> R {
-        f(&mut self.mutex.lock())
-    }
-
-    fn wait_then<R>(
-        &self,
-        cv: Cv,
-        mut blocked: impl FnMut(&T) -> bool,
-        f: impl FnOnce(&mut T) -> R,
-    ) -> (R, u64) {
-        let mut guard = self.mutex.lock();
-        let mut waits = 0;
-        while blocked(&guard) {
-            self.cvs[cv.index()].wait(&mut guard);
-            waits += 1;
+/// A monitor on a `lock_api`-style mutex and condvar (herdless and
+/// parking_lot share that API): one body for both, so the two run exactly
+/// the same code around their own lock calls.
+macro_rules! lock_api_monitor {
+    ($(#[$doc:meta])* $name:ident, $krate:ident $(, table_stats: $stats:expr)?) => {
+        $(#[$doc])*
+        #[repr(align(128))]
+        pub struct $name<T> {
+            mutex: $krate::Mutex<T>,
+            cvs: [$krate::Condvar; 2],
         }
-        (f(&mut guard), waits)
-    }
 
-    fn notify_one(&self, cv: Cv) {
-        self.cvs[cv.index()].notify_one();
-    }
+        impl<T: Send> Monitor<T> for $name<T> {
+            fn boxed(value: T) -> Result<Box<Self>, LabError> {
+                Ok(Box::new($name {
+                    mutex: $krate::Mutex::new(value),
+                    cvs: [$krate::Condvar::new(), $krate::Condvar::new()],
+                }))
+            }
 
-    fn notify_all(&self, cv: Cv) {
-        self.cvs[cv.index()].notify_all();
-    }
+            #[inline]
+            fn with<R>(&self, f: impl FnOnce(&mut T) -> R) -> R {
+                f(&mut self.mutex.lock())
+            }
 
-    fn table_stats() -> Option<FutexStats> {
-        herdless::stats::ENABLED.then(|| herdless::FutexTable::global().stats())
-    }
-}
+            fn wait_then<R>(
+                &self,
+                cv: Cv,
+                mut blocked: impl FnMut(&T) -> bool,
+                f: impl FnOnce(&mut T) -> R,
+            ) -> (R, u64) {
+                let mut guard = self.mutex.lock();
+                let mut waits = 0;
+                while blocked(&guard) {
+                    self.cvs[cv.index()].wait(&mut guard);
+                    waits += 1;
+                }
+                (f(&mut guard), waits)
+            }
 
-/// `parking_lot::Mutex` with two `parking_lot::Condvar`s.
-#[repr(align(128))]
-pub struct ParkingLot<T> {
-    mutex: parking_lot::Mutex<T>,
-    cvs: [parking_lot::Condvar; 2],
-}
+            fn notify_one(&self, cv: Cv) {
+                self.cvs[cv.index()].notify_one();
+            }
 
-impl<T: Send> Monitor<T> for ParkingLot<T> {
-    fn boxed(value: T) -> Result<Box<Self>, LabError> {
-        Ok(Box::new(ParkingLot {
-            mutex: parking_lot::Mutex::new(value),
-            cvs: [parking_lot::Condvar::new(), parking_lot::Condvar::new()],
-        }))
-    }
+            fn notify_all(&self, cv: Cv) {
+                self.cvs[cv.index()].notify_all();
+            }
 
-    #[inline]
-    fn with<R>(&self, f: impl FnOnce(&mut T) -> R) -> R {
-        f(&mut self.mutex.lock())
-    }
-
-    fn wait_then<R>(
-        &self,
-        cv: Cv,
-        mut blocked: impl FnMut(&T) -> bool,
-        f: impl FnOnce(&mut T) -> R,
-    ) -> (R, u64) {
-        let mut guard = self.mutex.lock();
-        let mut waits = 0;
-        while blocked(&guard) {
-            self.cvs[cv.index()].wait(&mut guard);
-            waits += 1;
+            $(
+                fn table_stats() -> Option<FutexStats> {
+                    $stats
+                }
+            )?
         }
-        (f(&mut guard), waits)
-    }
-
-    fn notify_one(&self, cv: Cv) {
-        self.cvs[cv.index()].notify_one();
-    }
-
-    fn notify_all(&self, cv: Cv) {
-        self.cvs[cv.index()].notify_all();
-    }
+    };
 }
+
+lock_api_monitor!(
+    /// `herdless::Mutex` with two `herdless::Condvar`s.
+    Herdless,
+    herdless,
+    table_stats: herdless::stats::ENABLED.then(|| herdless::FutexTable::global().stats())
+);
+
+lock_api_monitor!(
+    /// `parking_lot::Mutex` with two `parking_lot::Condvar`s.
+    ParkingLot,
+    parking_lot
+);
 
 /// `std::sync::Mutex` with two `std::sync::Condvar`s (futex-based on
 /// Linux). Poisoning is ignored: a panicking workload fails its sample
