@@ -26,8 +26,9 @@ fn closed_by_the_handler(conn: &UnixStream) {
 }
 
 /// Waits for the handler to exit and checks it refused with exactly one
-/// error line containing `what`, status 1, and no panic.
-fn refused(handler: Handler, what: &str) {
+/// error line containing `what`, status 1, and no panic. Returns its whole
+/// log (standard error), complete once it has exited.
+fn refused(handler: Handler, what: &str) -> String {
     let (status, out, err) = handler.finish();
     let errors: Vec<&str> = err
         .lines()
@@ -41,6 +42,7 @@ fn refused(handler: Handler, what: &str) {
     );
     assert_eq!(status.code(), Some(1), "{err}");
     assert!(!err.contains("panicked") && out.is_empty(), "{out}\n{err}");
+    err
 }
 
 /// Starts a handler over a `pages`-page memory file in a fresh directory.
@@ -368,8 +370,9 @@ fn a_peer_of_another_user_is_turned_away_before_its_message_is_read() {
     let conn = UnixStream::connect(&handler.socket).unwrap();
     let _ = send_with_fds(&conn, mem.mappings_json().as_bytes(), &[mem.uffd()]);
     closed_by_the_handler(&conn);
-    let log = handler.log();
-    refused(handler, "no VMM connected within 500ms");
+    // Read once the handler has exited: the log is collected by a thread,
+    // and the refusal line may come after the close the client saw.
+    let log = refused(handler, "no VMM connected within 500ms");
     assert!(
         log.contains(&format!(
             "refused a connection from pid {} uid {ours}",
