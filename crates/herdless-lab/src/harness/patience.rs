@@ -35,9 +35,42 @@ pub fn wait_until(
     Ok(())
 }
 
+/// How often [`timed_interval`] looks for progress after the interval.
+const PROGRESS_POLL: Duration = Duration::from_millis(1);
+
+/// The timer of a throughput measurement: sleeps for `interval` (taking
+/// no CPU from the workers), then, if `progressed()` does not hold yet
+/// (nothing went through: an overloaded machine may not have run the
+/// workers at all in a short interval), keeps sleeping in 1 ms steps
+/// until it does or [`PATIENCE`] has passed. Returns the time it took:
+/// the interval the measurement divides by, so a stretched interval
+/// lowers the rate instead of failing the sample.
+pub fn timed_interval(interval: Duration, mut progressed: impl FnMut() -> bool) -> Duration {
+    let start = Instant::now();
+    thread::sleep(interval);
+    while !progressed() && start.elapsed() < interval + PATIENCE {
+        thread::sleep(PROGRESS_POLL);
+    }
+    start.elapsed()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_interval_stretches_until_something_went_through() {
+        let mut looks = 0;
+        let took = timed_interval(Duration::from_millis(2), || {
+            looks += 1;
+            looks >= 4
+        });
+        // Slept the interval, then three 1 ms steps before progress.
+        assert_eq!(looks, 4);
+        assert!(took >= Duration::from_millis(5), "{took:?}");
+        let took = timed_interval(Duration::from_millis(2), || true);
+        assert!(took >= Duration::from_millis(2), "{took:?}");
+    }
 
     #[test]
     fn returns_at_once_when_the_condition_holds() {

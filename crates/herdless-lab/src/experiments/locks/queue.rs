@@ -8,8 +8,10 @@
 //! woken thread finds the lock free. Capacity 1 with one producer and one consumer is a
 //! ping-pong: every item needs a wake-up.
 //!
-//! An extra, sleeping thread of the gang times the interval, then closes the
-//! queue under the lock and notifies everybody; consumers drain what is
+//! An extra, sleeping thread of the gang times the interval (stretched until
+//! at least one item went through: an overloaded machine may not run the
+//! workers at all in a smoke run), then closes the queue under the lock and
+//! notifies everybody; consumers drain what is
 //! left. Throughput counts the items popped before the close. Every item
 //! pushed must be popped by the end, or the sample fails (a lost item is a
 //! broken lock or condvar). A worker still running [`PATIENCE`] after the
@@ -27,7 +29,7 @@ use super::monitor::{Cv, Monitor};
 use super::table_stats::table_delta;
 use super::Workload;
 use crate::harness::gang::gang;
-use crate::harness::patience::PATIENCE;
+use crate::harness::patience::{timed_interval, PATIENCE};
 use crate::harness::{Case, LabError, Sample};
 
 const NOT_EMPTY: Cv = Cv::First;
@@ -91,10 +93,14 @@ impl Workload for BoundedQueue {
         let run = gang(workers + 1, |i| {
             let mut waits = 0;
             if i == workers {
-                let start = Instant::now();
-                std::thread::sleep(Duration::from_millis(p.interval_ms));
+                // At least one item must go through before the close (an
+                // overloaded machine may not run the workers at all in a
+                // smoke interval): the interval stretches until one has.
+                let took = timed_interval(Duration::from_millis(p.interval_ms), || {
+                    monitor.with(|q| q.popped_in_time) > 0
+                });
                 monitor.with(|q| q.closed = true);
-                interval_ns.store(start.elapsed().as_nanos() as u64, Ordering::Relaxed);
+                interval_ns.store(took.as_nanos() as u64, Ordering::Relaxed);
                 monitor.notify_all(NOT_EMPTY);
                 monitor.notify_all(NOT_FULL);
                 let closed = Instant::now();

@@ -8,14 +8,16 @@
 //! 1.01; value = shared` (a dependent floating-point add and multiply)
 //! inside, the same on a local value outside. The interval is timed by an
 //! extra, sleeping thread of the gang, which raises the stop flag the
-//! workers read once per iteration (as parking_lot's main thread does).
+//! workers read once per iteration (as parking_lot's main thread does);
+//! the interval stretches past its length until somebody took the lock
+//! (an overloaded machine may not run the workers at all in a smoke run).
 //! Every acquisition also bumps a counter under the lock; a total that
 //! differs from the iterations the threads counted fails the sample (a
 //! broken lock is never a fast one).
 
 use std::hint::black_box;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde::Serialize;
 
@@ -24,6 +26,7 @@ use super::monitor::Monitor;
 use super::table_stats::table_delta;
 use super::Workload;
 use crate::harness::gang::gang;
+use crate::harness::patience::timed_interval;
 use crate::harness::{Case, LabError, Sample};
 
 /// Parameters of one row.
@@ -64,11 +67,15 @@ impl Workload for Throughput {
         let before = M::table_stats();
         let run = gang(p.threads + 1, |i| {
             if i == p.threads {
-                // The timer: it sleeps, so it takes no CPU from the workers.
-                let start = Instant::now();
-                std::thread::sleep(Duration::from_millis(p.interval_ms));
+                // The timer: it sleeps, so it takes no CPU from the
+                // workers, and stretches the interval until somebody took
+                // the lock (an overloaded machine may not run the workers
+                // at all in a smoke interval).
+                let took = timed_interval(Duration::from_millis(p.interval_ms), || {
+                    monitor.with(|s| s.acquisitions) > 0
+                });
                 stop.store(true, Ordering::Relaxed);
-                interval_ns.store(start.elapsed().as_nanos() as u64, Ordering::Relaxed);
+                interval_ns.store(took.as_nanos() as u64, Ordering::Relaxed);
                 return;
             }
             let cpu_start = thread_cpu_ns();
