@@ -21,7 +21,7 @@ use herdless_lab::harness::console::{note, Console};
 use herdless_lab::harness::disturbance::{Conditions, CpuTimes, LoadAverage, Tally};
 use herdless_lab::harness::machine::Machine;
 use herdless_lab::harness::output::{OutputDir, OutputFile};
-use herdless_lab::harness::verdict::Confidence;
+use herdless_lab::harness::verdict::{Confidence, Judgement, Outcome, OutcomeCounts};
 use herdless_lab::harness::wrap::{para, WIDTH};
 use herdless_lab::harness::{
     compare, html, plot, run_experiment, summary, table, LabError, Report, RunOptions, Suite,
@@ -78,8 +78,8 @@ struct RunFlags {
     /// Repetitions kept per case and variant, instead of the suite's
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1000))]
     reps: Option<u32>,
-    /// How many more times a row too noisy to judge may be measured (quick
-    /// and full: 2, smoke: 0)
+    /// How many more times a row too noisy to judge, or undecided, may be
+    /// measured (quick and full: 2, smoke: 0)
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(0..=10))]
     retries: Option<u32>,
     /// Write the results as JSON to FILE (folders created)
@@ -129,7 +129,7 @@ struct CompareArgs {
     #[arg(long)]
     all_metrics: bool,
     /// Exit with status 1 if a primary metric got slower beyond the noise or
-    /// a target went from met to missed with confidence
+    /// a target went from met to missed, both decided (not undecided)
     #[arg(long)]
     fail_on_regression: bool,
 }
@@ -356,31 +356,37 @@ fn header(opts: &RunOptions, machine: &Machine, load: Option<LoadAverage>) -> St
     text
 }
 
-/// The run's last lines: how the targets came out, how long it took and
-/// how busy the machine was.
+/// The run's last lines: how the targets came out (undecided ones apart
+/// from met and missed), how long it took and how busy the machine was.
 fn closing(report: &Report, seconds: f64) -> String {
-    let judgements: Vec<_> = report
-        .experiments
-        .iter()
-        .flat_map(|e| &e.sections)
+    let sections = || report.experiments.iter().flat_map(|e| &e.sections);
+    let mut outcomes = OutcomeCounts::default();
+    for s in sections() {
+        outcomes.merge(s.outcome_counts());
+    }
+    let judgements: Vec<Judgement> = sections()
         .flat_map(|s| s.ratios.iter().filter_map(move |r| s.judge(r)))
         .collect();
-    let targets: usize = report
-        .experiments
-        .iter()
-        .flat_map(|e| &e.sections)
-        .flat_map(|s| &s.ratios)
-        .filter(|r| r.target.is_some())
-        .count();
-    let count = |f: &dyn Fn(&herdless_lab::harness::verdict::Judgement) -> bool| {
-        judgements.iter().filter(|j| f(j)).count()
-    };
+    let count = |f: &dyn Fn(&Judgement) -> bool| judgements.iter().filter(|j| f(j)).count();
     let mut text = format!(
-        "\n{targets} targets: {} met, {} missed, {} not judged; confidence {} high, {} medium, {} \
-         low. {} in {:.0} s",
-        count(&|j| j.met),
-        count(&|j| !j.met),
-        targets - judgements.len(),
+        "\n{} targets: {} met, {} missed, {} undecided",
+        outcomes.targets(),
+        outcomes.met,
+        outcomes.missed,
+        outcomes.undecided,
+    );
+    if outcomes.undecided > 0 {
+        let leaning_met = count(&|j| j.outcome() == Outcome::Undecided && j.met);
+        let _ = write!(
+            text,
+            " ({leaning_met} leaning met, {} leaning missed)",
+            outcomes.undecided - leaning_met
+        );
+    }
+    let _ = write!(
+        text,
+        ", {} not judged; confidence {} high, {} medium, {} low. {} in {:.0} s",
+        outcomes.not_judged,
         count(&|j| j.confidence == Confidence::High),
         count(&|j| j.confidence == Confidence::Medium),
         count(&|j| j.confidence == Confidence::Low),
@@ -464,4 +470,37 @@ fn list(suite: Suite, console: &mut Console) -> Result<(), LabError> {
     }
     debug_assert!(text.lines().all(|l| l.chars().count() <= WIDTH));
     console.print(&text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use herdless_lab::harness::toy::Toy;
+
+    #[test]
+    fn the_closing_line_counts_undecided_targets_apart() {
+        let words = |text: String| text.split_whitespace().collect::<Vec<_>>().join(" ");
+        let text = words(closing(&Toy::default().report(), 1.0));
+        assert!(
+            text.starts_with("1 targets: 1 met, 0 missed, 0 undecided, 0 not judged;"),
+            "{text}"
+        );
+        // At the bound within the spread (old/new = 10× against ≥ 10).
+        let mut report = Toy {
+            target: 10.0,
+            ..Toy::default()
+        }
+        .report();
+        let s = &mut report.experiments[0].sections[0];
+        s.cases[1].cells[1].metrics.get_mut("t").unwrap().spread = 1.0;
+        s.compute_ratios();
+        let text = words(closing(&report, 1.0));
+        assert!(
+            text.starts_with(
+                "1 targets: 0 met, 0 missed, 1 undecided (1 leaning met, 0 leaning missed), 0 not \
+                 judged; confidence 0 high, 0 medium, 1 low."
+            ),
+            "{text}"
+        );
+    }
 }

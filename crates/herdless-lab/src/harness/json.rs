@@ -9,6 +9,7 @@ use super::machine::Machine;
 use super::output::OutputFile;
 use super::report::{ExperimentReport, Report, SCHEMA};
 use super::runner::RunOptions;
+use super::verdict::Outcome;
 use super::LabError;
 
 impl Report {
@@ -74,7 +75,8 @@ impl Report {
                 expected: SCHEMA,
             });
         }
-        let report: Report = serde_json::from_str(&text).map_err(json)?;
+        let mut report: Report = serde_json::from_str(&text).map_err(json)?;
+        report.fill_outcomes();
         report
             .check_shape()
             .map_err(|message| LabError::Inconsistent {
@@ -82,6 +84,19 @@ impl Report {
                 message,
             })?;
         Ok(report)
+    }
+
+    /// Gives every judged ratio without an `outcome` (files of labs before
+    /// it was written) the one its `met` and `confidence` make.
+    fn fill_outcomes(&mut self) {
+        let ratios = self
+            .experiments
+            .iter_mut()
+            .flat_map(|e| &mut e.sections)
+            .flat_map(|s| &mut s.ratios);
+        for r in ratios.filter(|r| r.outcome.is_none()) {
+            r.outcome = r.met.zip(r.confidence).map(|(met, c)| Outcome::of(met, c));
+        }
     }
 
     /// Checks what the renderers rely on and serde cannot: every section
@@ -117,5 +132,36 @@ impl Report {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::harness::toy::Toy;
+    use crate::harness::verdict::Confidence;
+
+    #[test]
+    fn a_file_without_outcomes_reads_with_them_derived() {
+        let mut report = Toy::default().report();
+        let ratio = &mut report.experiments[0].sections[0].ratios[0];
+        assert_eq!(ratio.outcome, Some(Outcome::Met));
+        // As an earlier lab wrote it: a low-confidence verdict, no outcome.
+        ratio.confidence = Some(Confidence::Low);
+        let mut json = serde_json::to_value(&report).unwrap();
+        let ratios = json["experiments"][0]["sections"][0]["ratios"]
+            .as_array_mut()
+            .unwrap();
+        for r in ratios.iter_mut() {
+            r.as_object_mut().unwrap().remove("outcome");
+        }
+        let path =
+            std::env::temp_dir().join(format!("herdless-lab-{}-outcomes.json", std::process::id()));
+        std::fs::write(&path, json.to_string()).unwrap();
+        let back = Report::read_json(&path);
+        std::fs::remove_file(&path).unwrap();
+        let ratios = &back.unwrap().experiments[0].sections[0].ratios;
+        assert_eq!(ratios[0].outcome, Some(Outcome::Undecided));
+        assert_eq!(ratios[1].outcome, None, "no target, no outcome");
     }
 }

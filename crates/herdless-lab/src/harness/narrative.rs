@@ -1,7 +1,11 @@
 //! The report's paragraph per section, generated from the data: whether the
-//! seed's effect reproduced (each ratio target met or missed, with the value
-//! that decides it), the counted metrics that explain it at the deciding
-//! case, and how the kernel and the library peers compare.
+//! seed's effect reproduced (each ratio target met, missed or undecided,
+//! with the value that decides it), the counted metrics that explain it at
+//! the deciding case, and how the kernel and the library peers compare.
+//!
+//! A target left undecided (low confidence: noise alone could turn it,
+//! `verdict.rs`) counts neither as met nor as missed, so a section is
+//! "reproduced" only when every target is met with confidence.
 //!
 //! Plain text: the HTML writer escapes it.
 
@@ -16,10 +20,13 @@ use super::spec::Role;
 pub enum Outcome {
     /// Every target met.
     Reproduced,
-    /// Some targets met, some missed.
+    /// Some targets met, some missed (others may be undecided).
     Partly,
     /// Every target with data missed.
     NotReproduced,
+    /// Some targets undecided, and the others all met or all missed: the
+    /// undecided ones could make it either way.
+    Undecided,
     /// The section declares no target.
     NoTarget,
     /// Targets, but no value to judge any of them by.
@@ -27,22 +34,21 @@ pub enum Outcome {
 }
 
 impl Outcome {
-    /// Judges `s` from its ratios' `met` fields.
+    /// Judges `s` from its targets' verdicts.
     pub fn of(s: &SectionReport) -> Outcome {
-        let targets: Vec<Option<bool>> = s
-            .ratios
-            .iter()
-            .filter(|r| r.target.is_some())
-            .map(|r| r.met)
-            .collect();
-        let met = targets.iter().filter(|m| **m == Some(true)).count();
-        let missed = targets.iter().filter(|m| **m == Some(false)).count();
-        match (targets.len(), met, missed) {
-            (0, _, _) => Outcome::NoTarget,
-            (_, 0, 0) => Outcome::NoData,
-            (_, _, 0) => Outcome::Reproduced,
-            (_, 0, _) => Outcome::NotReproduced,
-            _ => Outcome::Partly,
+        let n = s.outcome_counts();
+        if n.targets() == 0 {
+            Outcome::NoTarget
+        } else if n.met + n.missed + n.undecided == 0 {
+            Outcome::NoData
+        } else if n.met > 0 && n.missed > 0 {
+            Outcome::Partly
+        } else if n.undecided > 0 {
+            Outcome::Undecided
+        } else if n.missed == 0 {
+            Outcome::Reproduced
+        } else {
+            Outcome::NotReproduced
         }
     }
 
@@ -52,6 +58,7 @@ impl Outcome {
             Outcome::Reproduced => "reproduced",
             Outcome::Partly => "partly reproduced",
             Outcome::NotReproduced => "not reproduced",
+            Outcome::Undecided => "undecided",
             Outcome::NoTarget => "no target",
             Outcome::NoData => "no data",
         }
@@ -61,20 +68,30 @@ impl Outcome {
 /// The paragraph for section `s`.
 pub fn paragraph(s: &SectionReport) -> String {
     let outcome = Outcome::of(s);
-    let targets = s.ratios.iter().filter(|r| r.target.is_some()).count();
-    let met = s.ratios.iter().filter(|r| r.met == Some(true)).count();
-    let of = |n: usize| {
-        format!(
-            "{n} of {targets} target{}",
+    let n = s.outcome_counts();
+    let targets = n.targets();
+    // "1 of 2 targets met", and how many are undecided where any are.
+    let met = {
+        let mut text = format!(
+            "{} of {targets} target{} met",
+            n.met,
             if targets == 1 { "" } else { "s" }
-        )
+        );
+        if n.undecided > 0 {
+            let _ = write!(
+                text,
+                ", {} undecided (noise alone could turn {})",
+                n.undecided,
+                if n.undecided == 1 { "it" } else { "them" }
+            );
+        }
+        text
     };
     let mut out = match outcome {
-        Outcome::Reproduced => format!("The seed's effect reproduced: {} met", of(met)),
-        Outcome::Partly => format!("The seed's effect partly reproduced: {} met", of(met)),
-        Outcome::NotReproduced => {
-            format!("The seed's effect did not reproduce: {} met", of(0))
-        }
+        Outcome::Reproduced => format!("The seed's effect reproduced: {met}"),
+        Outcome::Partly => format!("The seed's effect partly reproduced: {met}"),
+        Outcome::NotReproduced => format!("The seed's effect did not reproduce: {met}"),
+        Outcome::Undecided => format!("Whether the seed's effect reproduced is undecided: {met}"),
         Outcome::NoTarget => "This table checks no target".to_string(),
         Outcome::NoData => {
             "The targets could not be judged in this run: the cases they name were not measured"
@@ -228,6 +245,25 @@ mod tests {
     fn a_missed_target_reads_did_not_reproduce() {
         let s = toy(20.0);
         assert_eq!(Outcome::of(&s), Outcome::NotReproduced);
-        assert!(paragraph(&s).starts_with("The seed's effect did not reproduce"));
+        assert!(paragraph(&s).starts_with("The seed's effect did not reproduce: 0 of 1 target met"));
+    }
+
+    #[test]
+    fn a_target_at_the_bound_within_the_spread_reads_undecided() {
+        // old/new is 10× at n 4 against ≥ 10, new's spread there ±25%.
+        let mut s = toy(10.0);
+        s.cases[1].cells[1].metrics.get_mut("t").unwrap().spread = 1.0;
+        s.compute_ratios();
+        assert_eq!(Outcome::of(&s), Outcome::Undecided);
+        assert_eq!(Outcome::Undecided.label(), "undecided");
+        let text = paragraph(&s);
+        assert!(
+            text.starts_with(
+                "Whether the seed's effect reproduced is undecided: 0 of 1 target met, 1 undecided \
+                 (noise alone could turn it) (old/new ≥ 10.0× at 4: undecided (leans met) (10.0× \
+                 at n 4), low confidence: the bound is within the spread)."
+            ),
+            "{text}"
+        );
     }
 }

@@ -13,14 +13,16 @@ use super::disturbance::{Conditions, Disturbance};
 pub use super::machine::Machine;
 use super::spec::{Bound, Role, Suite};
 use super::stats::Summary;
-use super::verdict::Confidence;
+use super::verdict::{Confidence, Outcome};
 
 /// Version of the JSON layout.
 ///
 /// 2: ratio values may be `"inf"`, `"-inf"` or `"0/0"` (a zero
 /// denominator); ratios carry a `confidence`; cases carry `attempts`,
 /// `remeasured_for` and `disturbance`, sections `disturbance`, the run its
-/// `conditions` (load average, disturbance).
+/// `conditions` (load average, disturbance). Ratios later gained an
+/// `outcome` (`"met"`, `"missed"` or `"undecided"`); a schema-2 file without
+/// it still reads, the outcome derived from `met` and `confidence`.
 pub const SCHEMA: u32 = 2;
 
 /// A whole lab run.
@@ -160,12 +162,18 @@ pub struct RatioReport {
     /// One per case: the quotient of the medians (`None` where either
     /// median is missing).
     pub values: Vec<Option<Quotient>>,
-    /// Whether the target holds where it applies (`None`: no target, or no
-    /// value to judge it by).
+    /// Whether the target holds where it applies, as measured: the side of
+    /// the bound the deciding value lies on, decided or not (`None`: no
+    /// target, or no value to judge it by).
     pub met: Option<bool>,
     /// How far the verdict can be trusted (`None` when `met` is).
     #[serde(default)]
     pub confidence: Option<Confidence>,
+    /// Met, missed, or undecided at low confidence (`None` when `met` is).
+    /// Files of earlier labs lack it: [`Report::read_json`] derives it from
+    /// `met` and `confidence`.
+    #[serde(default)]
+    pub outcome: Option<Outcome>,
 }
 
 /// A ratio of two medians.

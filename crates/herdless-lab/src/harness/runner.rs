@@ -13,27 +13,38 @@
 //! machine other processes took while it was measured.
 //!
 //! # Re-measuring
-//! Before a table is judged, a row whose target verdict is not of high
-//! confidence ([`verdict`](super::verdict)) *and* that has a judged cell
-//! with a spread wider than [`RunOptions::wide_spread`] of its median, or
-//! was measured on a disturbed machine, is measured again: the whole row
-//! (every variant, interleaved as before, warm-up included), up to
-//! [`RunOptions::retries`] more times, and only while the table's retries
-//! have taken less than [`RunOptions::retry_budget`] times its first pass. The attempt kept is chosen by
-//! the measurement's quality alone, never by its values: an undisturbed
-//! attempt before a disturbed one, then the narrowest (its widest judged
-//! spread). The row records how many attempts it took and why.
+//! Before a table is judged, a row is measured again when
+//! - a target's verdict there is not of high confidence
+//!   ([`verdict`](super::verdict)) *and* the row has a judged cell with a
+//!   spread wider than [`RunOptions::wide_spread`] of its median, or was
+//!   measured on a disturbed machine; or
+//! - a target is *undecided* (low confidence) and its bound lies within
+//!   this row's spread, however narrow: noise alone could turn that
+//!   verdict, so two runs of the same code would disagree on it, and
+//!   another attempt may settle it. (A verdict left undecided only by too
+//!   few repetitions is not: another attempt would measure no spread
+//!   either.)
+//!
+//! The whole row is measured (every variant, interleaved as before,
+//! warm-up included), up to [`RunOptions::retries`] more times, and only
+//! while the table's retries have taken less than
+//! [`RunOptions::retry_budget`] times its first pass. The attempt kept is
+//! chosen by the measurement's quality alone, never by its values: an
+//! undisturbed attempt before a disturbed one, then the narrowest (its
+//! widest judged spread). The row records how many attempts it took and
+//! why.
 
 use std::time::Instant;
 
 use super::disturbance::{CpuTimes, Tally};
+use super::format::fmt_ratio;
 use super::progress::Progress;
 use super::report::{
     CaseReport, Cell, ExperimentReport, MetricInfo, RatioReport, SectionReport, VariantInfo,
 };
-use super::spec::{Experiment, Metric, Sample, SectionPlan, Suite};
+use super::spec::{Bound, Experiment, Metric, Sample, SectionPlan, Suite};
 use super::stats::Summary;
-use super::verdict::Confidence;
+use super::verdict::{Confidence, Outcome};
 use super::LabError;
 
 /// How to run.
@@ -261,7 +272,8 @@ fn run_section(plan: &dyn SectionPlan, opts: &RunOptions, bar: &Progress) -> Sec
 
 /// Why row `c` should be measured again before it is judged, if it
 /// should: a target judged there without high confidence, and a judged
-/// cell wider than `wide` of its median or a disturbed machine.
+/// cell wider than `wide` of its median or a disturbed machine; or an
+/// undecided target whose bound lies within the row's spread.
 fn needs_remeasure(s: &SectionReport, c: usize, wide: f64) -> Option<String> {
     let unsure = s
         .ratios
@@ -277,11 +289,24 @@ fn needs_remeasure(s: &SectionReport, c: usize, wide: f64) -> Option<String> {
                 ));
             }
         }
+        if let Some(Bound::AtLeast(bound) | Bound::AtMost(bound)) = undecided_at(s, r, c) {
+            return Some(format!(
+                "undecided: the bound {} is within the spread",
+                fmt_ratio(bound)
+            ));
+        }
         if let Some(d) = s.cases[c].disturbance.filter(|d| d.is_disturbed()) {
             return Some(format!("disturbed: {}", d.describe()));
         }
     }
     None
+}
+
+/// `r`'s bound, if its target is undecided and the bound lies within row
+/// `c`'s spread: another attempt at the row may decide it.
+fn undecided_at(s: &SectionReport, r: &RatioReport, c: usize) -> Option<Bound> {
+    let undecided = s.judge(r)?.outcome() == Outcome::Undecided;
+    (undecided && s.bound_within_spread(r, c)).then_some(r.target?)
 }
 
 /// The widest relative spread among the cells `ratios` judge on row `c`:
@@ -342,6 +367,7 @@ fn ratio_report(r: super::spec::Ratio) -> RatioReport {
         values: Vec::new(),
         met: None,
         confidence: None,
+        outcome: None,
     }
 }
 
@@ -487,7 +513,8 @@ mod tests {
         assert_eq!(s.ratios[0].met, Some(false), "2.5 at case 2 decides");
         assert_eq!(s.ratios[1].met, Some(true));
         assert!(
-            s.verdict().contains("at 1, 2: MISSED (worst 2.50×"),
+            s.verdict()
+                .contains("at 1, 2: undecided (leans missed) (worst 2.50×"),
             "{}",
             s.verdict()
         );
@@ -619,6 +646,34 @@ mod tests {
         let once = run_experiment(&noisy_row(&NOISE), &retrying(0)).unwrap();
         assert_eq!(once.sections[0].cases[0].attempts, 1);
         assert_eq!(once.sections[0].cases[0].remeasured_for, None);
+    }
+
+    #[test]
+    fn an_undecided_row_is_measured_again_however_narrow() {
+        // noisy ≈ 12 ± 4%, steady 10: 1.2 against ≤ 1.2, the bound within
+        // the spread of a row far narrower than 10%. Then noisy takes 10.
+        static AT_BOUND: [f64; 5] = [11.5, 12.5, 11.5, 12.5, 12.0];
+        let once = run_experiment(&noisy_row(&AT_BOUND), &retrying(0)).unwrap();
+        let s = &once.sections[0];
+        assert_eq!(s.ratios[0].outcome, Some(Outcome::Undecided));
+        let (_, _, spread) = widest(s, 0, &s.ratios).unwrap();
+        assert!(spread < 0.10, "{spread}");
+        assert_eq!(
+            needs_remeasure(s, 0, 0.10).as_deref(),
+            Some("undecided: the bound 1.20× is within the spread")
+        );
+
+        let report = run_experiment(&noisy_row(&AT_BOUND), &retrying(2)).unwrap();
+        let s = &report.sections[0];
+        let case = &s.cases[0];
+        assert_eq!(case.attempts, 2, "the second attempt decided it");
+        assert_eq!(
+            case.remeasured_for.as_deref(),
+            Some("undecided: the bound 1.20× is within the spread")
+        );
+        // Kept for being narrower, not for its value.
+        assert_eq!(case.cells[0].metrics["t"].samples, vec![10.0; 5]);
+        assert_eq!(s.ratios[0].outcome, Some(Outcome::Met));
     }
 
     #[test]

@@ -7,10 +7,12 @@ use std::fmt::Write as _;
 
 use super::format::{describe_bound, fmt_quotient};
 use super::report::{Quotient, Report, SectionReport};
+use super::verdict::{Judgement, Outcome};
 
 /// One row per ratio target: experiment, claim, where it is judged, the
 /// deciding measured value (the worst over the cases it applies to), and
-/// whether it was met.
+/// whether it was met, missed, or left undecided at low confidence (with
+/// the side it leans to).
 pub fn markdown(report: &Report) -> String {
     let m = &report.machine;
     let mut out = String::new();
@@ -70,6 +72,15 @@ struct Row {
     confidence: String,
 }
 
+/// The verdict cell: `met`, `**missed**` (bold, to be found at a glance),
+/// `undecided (leans met)` or `undecided (leans missed)`.
+fn verdict_cell(j: &Judgement) -> &'static str {
+    match j.outcome() {
+        Outcome::Missed => "**missed**",
+        _ => j.label(),
+    }
+}
+
 fn rows(section: &SectionReport) -> Vec<Row> {
     let mut rows = Vec::new();
     for ratio in &section.ratios {
@@ -88,7 +99,7 @@ fn rows(section: &SectionReport) -> Vec<Row> {
                     fmt_quotient(j.value),
                     section.cases[j.case].label
                 ),
-                if j.met { "met" } else { "**missed**" },
+                verdict_cell(&j),
                 j.confidence.label().to_string(),
             ),
             None if section
@@ -134,6 +145,20 @@ mod tests {
             md.contains(
                 "| `toy` | toy table | old/new ≥ 5.00× | n 4 | 10.0× (at 4) | met | high |"
             ),
+            "{md}"
+        );
+        // At the bound within the spread: undecided, leaning by the median.
+        let mut at_bound = Toy {
+            target: 10.0,
+            ..Toy::default()
+        }
+        .report();
+        let s = &mut at_bound.experiments[0].sections[0];
+        s.cases[1].cells[1].metrics.get_mut("t").unwrap().spread = 1.0;
+        s.compute_ratios();
+        let md = markdown(&at_bound);
+        assert!(
+            md.contains("| old/new ≥ 10.0× | n 4 | 10.0× (at 4) | undecided (leans met) | low |"),
             "{md}"
         );
         // Both medians 0 where the target is judged: not judged, not "no data".

@@ -32,6 +32,20 @@
 //! spread (low); a case measured while others took [`DISTURBED`] of the
 //! machine or more is at most medium.
 //!
+//! # The outcome
+//! A low-confidence verdict is not a decision: noise alone could turn it,
+//! and two runs of the same code would disagree on it as often as not when
+//! the true value sits at the bound. So the [`Outcome`] is *met* or
+//! *missed* only at medium or high confidence, and *undecided* at low
+//! confidence, reported as `undecided (leans met)` or `undecided (leans
+//! missed)`: the side of the bound the median lies on
+//! ([`Judgement::met`]), with the value and the reasons as for any
+//! verdict. Every output counts undecided targets apart from met and
+//! missed ones, and `compare` takes two undecided verdicts to agree (see
+//! `compare/mod.rs`). Before a table is judged, the runner measures a row
+//! whose bound lies within its spread again (`runner.rs`, "Re-measuring"),
+//! so a verdict is left undecided only when that did not settle it.
+//!
 //! [`DISTURBED`]: super::disturbance::DISTURBED
 
 use serde::{Deserialize, Serialize};
@@ -67,6 +81,82 @@ impl Confidence {
     }
 }
 
+/// What a verdict decides: met or missed, or nothing (see the module
+/// docs, "The outcome"). In JSON: `"met"`, `"missed"` or `"undecided"`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Outcome {
+    /// The target holds, clear of the bound by at least the spread.
+    Met,
+    /// The target does not hold, clear of the bound by at least the
+    /// spread.
+    Missed,
+    /// Low confidence: noise alone could turn the verdict.
+    Undecided,
+}
+
+impl Outcome {
+    /// The outcome of a verdict on the `met` side of the bound (or the
+    /// missed side) with `confidence`.
+    pub fn of(met: bool, confidence: Confidence) -> Outcome {
+        match (confidence, met) {
+            (Confidence::Low, _) => Outcome::Undecided,
+            (_, true) => Outcome::Met,
+            (_, false) => Outcome::Missed,
+        }
+    }
+
+    /// How the text outputs write a verdict: `met`, `MISSED` (capitals, to
+    /// be found at a glance), or `undecided (leans met)` / `undecided
+    /// (leans missed)` with `met` the side of the bound the median lies on.
+    pub fn label(self, met: bool) -> &'static str {
+        match (self, met) {
+            (Outcome::Met, _) => "met",
+            (Outcome::Missed, _) => "MISSED",
+            (Outcome::Undecided, true) => "undecided (leans met)",
+            (Outcome::Undecided, false) => "undecided (leans missed)",
+        }
+    }
+}
+
+/// How many targets came out each way.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct OutcomeCounts {
+    /// Met, decided.
+    pub met: usize,
+    /// Missed, decided.
+    pub missed: usize,
+    /// Undecided, whichever way they lean.
+    pub undecided: usize,
+    /// Without a value to judge by (no data, or only `0/0`).
+    pub not_judged: usize,
+}
+
+impl OutcomeCounts {
+    /// Counts one target's outcome (`None`: not judged).
+    pub fn add(&mut self, outcome: Option<Outcome>) {
+        *match outcome {
+            Some(Outcome::Met) => &mut self.met,
+            Some(Outcome::Missed) => &mut self.missed,
+            Some(Outcome::Undecided) => &mut self.undecided,
+            None => &mut self.not_judged,
+        } += 1;
+    }
+
+    /// Adds `other`'s counts to these.
+    pub fn merge(&mut self, other: OutcomeCounts) {
+        self.met += other.met;
+        self.missed += other.missed;
+        self.undecided += other.undecided;
+        self.not_judged += other.not_judged;
+    }
+
+    /// Every target counted.
+    pub fn targets(&self) -> usize {
+        self.met + self.missed + self.undecided + self.not_judged
+    }
+}
+
 /// A target's verdict.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Judgement {
@@ -74,7 +164,9 @@ pub struct Judgement {
     pub case: usize,
     /// The deciding value.
     pub value: Quotient,
-    /// Whether the target holds.
+    /// Which side of the bound the deciding value lies on: whether the
+    /// target holds as measured, decided or not (the verdict "leans" this
+    /// way when it is [`Outcome::Undecided`]).
     pub met: bool,
     /// How far the verdict can be trusted.
     pub confidence: Confidence,
@@ -83,6 +175,19 @@ pub struct Judgement {
     /// Whether a case the verdict rests on was measured on a disturbed
     /// machine.
     pub disturbed: bool,
+}
+
+impl Judgement {
+    /// Met, missed, or undecided at low confidence.
+    pub fn outcome(&self) -> Outcome {
+        Outcome::of(self.met, self.confidence)
+    }
+
+    /// `met`, `MISSED`, `undecided (leans met)` or `undecided (leans
+    /// missed)`.
+    pub fn label(&self) -> &'static str {
+        self.outcome().label(self.met)
+    }
 }
 
 /// The noise interval of `num/den` at `k` spreads: `(lowest, highest)`
@@ -162,8 +267,18 @@ impl SectionReport {
                 .collect();
             let judgement = self.judge(&self.ratios[r]);
             self.ratios[r].met = judgement.as_ref().map(|j| j.met);
-            self.ratios[r].confidence = judgement.map(|j| j.confidence);
+            self.ratios[r].confidence = judgement.as_ref().map(|j| j.confidence);
+            self.ratios[r].outcome = judgement.as_ref().map(Judgement::outcome);
         }
+    }
+
+    /// How the section's targets came out.
+    pub fn outcome_counts(&self) -> OutcomeCounts {
+        let mut counts = OutcomeCounts::default();
+        for r in self.ratios.iter().filter(|r| r.target.is_some()) {
+            counts.add(self.judge(r).as_ref().map(Judgement::outcome));
+        }
+        counts
     }
 
     /// The cases `ratio`'s target applies to that have a value to judge
@@ -264,6 +379,32 @@ impl SectionReport {
         )
     }
 
+    /// Whether `ratio`'s bound lies within case `c`'s spread (its noise
+    /// interval at one spread), with repetitions enough to measure one.
+    /// Too few repetitions leave a verdict undecided too, but measuring the
+    /// row again with as few would measure no spread either; the runner
+    /// asks this to decide whether an undecided row is worth measuring
+    /// again.
+    pub fn bound_within_spread(&self, ratio: &RatioReport, c: usize) -> bool {
+        let Some(bound) = ratio.target else {
+            return false;
+        };
+        if !ratio.applies_to(&self.cases[c].label) {
+            return false;
+        }
+        let Some(value) = ratio
+            .values
+            .get(c)
+            .copied()
+            .flatten()
+            .and_then(Quotient::value)
+        else {
+            return false;
+        };
+        let level = self.case_level(ratio, bound, c, bound.holds(value));
+        level.margin == Confidence::Low && level.samples >= MIN_SAMPLES
+    }
+
     /// How clearly case `c` is on the `met` (or missed) side of `bound`.
     fn case_level(&self, ratio: &RatioReport, bound: Bound, c: usize, met: bool) -> CaseLevel {
         let metric = self.ratio_metric(ratio);
@@ -303,9 +444,9 @@ impl SectionReport {
         }
     }
 
-    /// One line per target: met or missed with the value that decides it
-    /// and the verdict's confidence; or, without targets, the range of the
-    /// first ratio.
+    /// One line per target: met, missed or undecided (leaning met or
+    /// missed) with the value that decides it and the verdict's confidence;
+    /// or, without targets, the range of the first ratio.
     pub fn verdict_lines(&self) -> Vec<String> {
         let mut lines = Vec::new();
         for r in &self.ratios {
@@ -318,7 +459,7 @@ impl SectionReport {
                     let worst = if r.at.len() == 1 { "" } else { "worst " };
                     let mut line = format!(
                         "{head}: {} ({worst}{} at {} {}), {} confidence",
-                        if j.met { "met" } else { "MISSED" },
+                        j.label(),
                         fmt_quotient(j.value),
                         self.param,
                         self.cases[j.case].label,
@@ -454,6 +595,7 @@ mod tests {
                 values: Vec::new(),
                 met: None,
                 confidence: None,
+                outcome: None,
             }],
             evidence: Vec::new(),
             disturbance: None,
@@ -539,6 +681,60 @@ mod tests {
         let s = section(&[near_miss, far_miss, clear], Bound::AtLeast(1.0));
         let j = s.judge(&s.ratios[0]).unwrap();
         assert_eq!((j.met, j.case, j.confidence), (false, 1, Confidence::High));
+    }
+
+    #[test]
+    fn a_value_at_the_bound_is_undecided_leaning_by_the_median() {
+        // 10.1/10 and 9.9/10 against ≥ 1.0 with spreads of 0.5: the bound
+        // lies within the spread either way.
+        let at = |num: f64| section(&[((num, 0.5), (10.0, 0.5))], Bound::AtLeast(1.0));
+        for (num, met, text) in [
+            (10.1, true, "undecided (leans met) (worst 1.01× at n 1)"),
+            (9.9, false, "undecided (leans missed) (worst 0.990× at n 1)"),
+        ] {
+            let s = at(num);
+            let j = s.judge(&s.ratios[0]).unwrap();
+            assert_eq!(
+                (j.outcome(), j.met, j.confidence),
+                (Outcome::Undecided, met, Confidence::Low)
+            );
+            assert_eq!(s.ratios[0].outcome, Some(Outcome::Undecided));
+            assert!(s.bound_within_spread(&s.ratios[0], 0));
+            let line = format!("{text}, low confidence: the bound is within the spread");
+            assert!(s.verdict().contains(&line), "{}", s.verdict());
+        }
+        // Clear of the bound, by twice the spread or by one: decided.
+        for (cells, outcome, text) in [
+            (
+                ((20.0, 0.1), (10.0, 0.1)),
+                Outcome::Met,
+                "met (worst 2.00× at n 1), high",
+            ),
+            (
+                ((12.0, 0.7), (10.0, 0.7)),
+                Outcome::Met,
+                "met (worst 1.20× at n 1), medium",
+            ),
+            (
+                ((5.0, 0.1), (10.0, 0.1)),
+                Outcome::Missed,
+                "MISSED (worst 0.500× at n 1), high",
+            ),
+        ] {
+            let s = section(&[cells], Bound::AtLeast(1.0));
+            assert_eq!(s.ratios[0].outcome, Some(outcome));
+            assert!(!s.bound_within_spread(&s.ratios[0], 0));
+            assert!(s.verdict().contains(text), "{}", s.verdict());
+        }
+        // Too few repetitions to measure a spread: undecided, but not
+        // because the bound is within one.
+        let mut s = section(&[((20.0, 0.1), (10.0, 0.1))], Bound::AtLeast(1.0));
+        for cell in &mut s.cases[0].cells {
+            cell.metrics.get_mut("t").unwrap().samples.truncate(2);
+        }
+        s.compute_ratios();
+        assert_eq!(s.ratios[0].outcome, Some(Outcome::Undecided));
+        assert!(!s.bound_within_spread(&s.ratios[0], 0));
     }
 
     #[test]

@@ -3,12 +3,15 @@
 //!
 //! Two kinds of verdict are compared, both so that noise alone does not
 //! turn them:
-//! - **Targets.** Each target's verdict (met or missed, with its
-//!   confidence, `verdict.rs`) in A and in B. The runs *agree* when both
-//!   say the same; they differ *within noise* when they disagree but either
-//!   verdict is of low confidence (the bound lies within that run's
-//!   spread) or rests on a row measured on a disturbed machine; otherwise
-//!   the verdict *changed* (met → missed is a regression).
+//! - **Targets.** Each target's outcome (met, missed, or undecided at low
+//!   confidence, when the bound lies within that run's spread:
+//!   `verdict.rs`) in A and in B. The runs *agree* when the outcomes are
+//!   the same, two undecided ones included (neither run decided, whichever
+//!   way each leans). They differ *within noise* when one is undecided and
+//!   the other decided (noise alone could turn the undecided one), or when
+//!   either rests on a row measured on a disturbed machine. Only met in
+//!   one and missed in the other, both decided on quiet machines, is a
+//!   *changed* verdict (met → missed is a regression).
 //! - **Cells.** For each (case, variant) measured in both runs: the medians,
 //!   B/A, and `faster`/`slower` (`better`/`worse` for metrics other than the
 //!   primary one, by the metric's direction) only where the medians differ
@@ -30,7 +33,7 @@ use super::format::describe_bound;
 use super::rank_test;
 use super::report::{Quotient, Report, SectionReport};
 use super::stats::Summary;
-use super::verdict::Confidence;
+use super::verdict::{Confidence, Outcome};
 
 /// The p-value at or below which a difference is more than noise.
 pub const SIGNIFICANCE: f64 = 0.01;
@@ -118,7 +121,7 @@ pub struct SectionDiff {
 /// A target's verdict in one run.
 #[derive(Clone, Debug, PartialEq)]
 pub struct TargetVerdict {
-    /// Whether it was met.
+    /// Which side of the bound the deciding value lies on, decided or not.
     pub met: bool,
     /// The deciding value.
     pub value: Quotient,
@@ -130,16 +133,23 @@ pub struct TargetVerdict {
     pub disturbed: bool,
 }
 
+impl TargetVerdict {
+    /// Met, missed, or undecided at low confidence.
+    pub fn outcome(&self) -> Outcome {
+        Outcome::of(self.met, self.confidence)
+    }
+}
+
 /// How a target's verdicts in A and B relate.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Agreement {
-    /// Both met, or both missed.
+    /// Both met, both missed, or both undecided (neither run decided).
     Agree,
-    /// They differ, and at least one of them is of low confidence or was
-    /// measured on a disturbed machine.
+    /// One undecided and the other decided, or they differ and at least
+    /// one was measured on a disturbed machine.
     WithinNoise,
-    /// They differ, both with medium or high confidence, on quiet
-    /// machines.
+    /// One met and the other missed, both decided (medium or high
+    /// confidence), on quiet machines.
     Changed,
     /// Judged in one run only (no data, or `0/0`, in the other).
     OneSided,
@@ -148,17 +158,16 @@ pub enum Agreement {
 impl Agreement {
     /// Relates A's verdict to B's.
     pub fn of(a: Option<&TargetVerdict>, b: Option<&TargetVerdict>) -> Agreement {
-        match (a, b) {
-            (Some(a), Some(b)) if a.met == b.met => Agreement::Agree,
-            (Some(a), Some(b))
-                if a.confidence.min(b.confidence) == Confidence::Low
-                    || a.disturbed
-                    || b.disturbed =>
-            {
-                Agreement::WithinNoise
-            }
-            (Some(_), Some(_)) => Agreement::Changed,
-            _ => Agreement::OneSided,
+        let (Some(a), Some(b)) = (a, b) else {
+            return Agreement::OneSided;
+        };
+        let undecided = |v: &TargetVerdict| v.outcome() == Outcome::Undecided;
+        if a.outcome() == b.outcome() {
+            Agreement::Agree
+        } else if undecided(a) || undecided(b) || a.disturbed || b.disturbed {
+            Agreement::WithinNoise
+        } else {
+            Agreement::Changed
         }
     }
 
@@ -191,9 +200,10 @@ pub struct TargetDiff {
 }
 
 impl TargetDiff {
-    /// A confident met → missed.
+    /// A decided met → missed (see [`Agreement::Changed`]).
     pub fn is_regression(&self) -> bool {
-        self.agreement == Agreement::Changed && self.a.as_ref().is_some_and(|a| a.met)
+        self.agreement == Agreement::Changed
+            && self.a.as_ref().map(TargetVerdict::outcome) == Some(Outcome::Met)
     }
 }
 
@@ -215,7 +225,7 @@ pub struct Comparison {
 
 impl Comparison {
     /// Primary metrics that got worse beyond the noise, plus targets that
-    /// went from met to missed with confidence.
+    /// went from met to missed, both decided.
     pub fn regressions(&self) -> usize {
         self.primary_rows()
             .filter(|r| r.change == Change::Worse)
@@ -230,7 +240,7 @@ impl Comparison {
             .count()
     }
 
-    /// Targets whose verdict changed with confidence either way.
+    /// Targets whose decided verdict changed, either way.
     pub fn changed_targets(&self) -> usize {
         self.count_targets(Agreement::Changed)
     }
@@ -240,6 +250,17 @@ impl Comparison {
         self.targets
             .iter()
             .filter(|t| t.agreement == agreement)
+            .count()
+    }
+
+    /// Targets that agree because neither run decided them.
+    pub fn undecided_in_both(&self) -> usize {
+        let undecided = |v: &Option<TargetVerdict>| {
+            v.as_ref().map(TargetVerdict::outcome) == Some(Outcome::Undecided)
+        };
+        self.targets
+            .iter()
+            .filter(|t| undecided(&t.a) && undecided(&t.b))
             .count()
     }
 
@@ -507,27 +528,58 @@ mod tests {
     }
 
     #[test]
-    fn a_target_flip_counts_only_when_both_verdicts_are_confident() {
+    fn targets_agree_on_outcomes_and_change_only_when_both_runs_decided() {
         use Confidence::*;
         let of = |a: (bool, Confidence), b: (bool, Confidence)| {
             Agreement::of(Some(&verdict(a.0, a.1)), Some(&verdict(b.0, b.1)))
         };
-        assert_eq!(of((true, Low), (true, High)), Agreement::Agree);
+        // The same outcome: decided alike, or undecided in both runs
+        // whichever way each leans.
+        assert_eq!(of((true, Medium), (true, High)), Agreement::Agree);
+        assert_eq!(of((false, High), (false, High)), Agreement::Agree);
+        assert_eq!(of((true, Low), (false, Low)), Agreement::Agree);
+        assert_eq!(of((true, Low), (true, Low)), Agreement::Agree);
+        // Undecided in one run, decided in the other, on either side.
+        assert_eq!(of((true, Low), (true, High)), Agreement::WithinNoise);
         assert_eq!(of((true, High), (false, Low)), Agreement::WithinNoise);
         assert_eq!(of((true, Low), (false, High)), Agreement::WithinNoise);
+        // Met against missed, both decided on quiet machines.
         assert_eq!(of((true, Medium), (false, High)), Agreement::Changed);
-        // A confident flip measured on a disturbed machine is noise too.
-        let disturbed = TargetVerdict {
+        assert_eq!(of((false, High), (true, Medium)), Agreement::Changed);
+        // A decided flip measured on a disturbed machine is noise too;
+        // disturbed verdicts that agree still agree.
+        let disturbed = |met| TargetVerdict {
             disturbed: true,
-            ..verdict(false, Medium)
+            ..verdict(met, Medium)
         };
         assert_eq!(
-            Agreement::of(Some(&verdict(true, High)), Some(&disturbed)),
+            Agreement::of(Some(&verdict(true, High)), Some(&disturbed(false))),
             Agreement::WithinNoise
+        );
+        assert_eq!(
+            Agreement::of(Some(&verdict(true, High)), Some(&disturbed(true))),
+            Agreement::Agree
         );
         assert_eq!(
             Agreement::of(Some(&verdict(true, High)), None),
             Agreement::OneSided
         );
+    }
+
+    #[test]
+    fn only_a_decided_met_turned_missed_is_a_regression() {
+        let diff = |a: TargetVerdict, b: TargetVerdict| TargetDiff {
+            experiment: "toy".into(),
+            title: "toy".into(),
+            target: "a/b ≥ 1.00×".into(),
+            agreement: Agreement::of(Some(&a), Some(&b)),
+            a: Some(a),
+            b: Some(b),
+        };
+        use Confidence::*;
+        assert!(diff(verdict(true, High), verdict(false, Medium)).is_regression());
+        assert!(!diff(verdict(false, High), verdict(true, High)).is_regression());
+        assert!(!diff(verdict(true, High), verdict(false, Low)).is_regression());
+        assert!(!diff(verdict(true, Low), verdict(false, High)).is_regression());
     }
 }

@@ -18,8 +18,9 @@ pub fn render(c: &Comparison, all_metrics: bool) -> String {
     if !c.targets.is_empty() {
         out.push('\n');
         out.push_str(&para(
-            "targets, A → B (a flip is within noise where either verdict is of low confidence \
-             or was measured on a disturbed machine):",
+            "targets, A → B (undecided: of low confidence, noise alone could turn it; two \
+             undecided verdicts agree, and a flip is within noise where either verdict is \
+             undecided or was measured on a disturbed machine):",
             2,
         ));
         for t in &c.targets {
@@ -113,9 +114,17 @@ pub fn render(c: &Comparison, all_metrics: bool) -> String {
     }
     let _ = write!(
         summary,
-        "; {} targets: {} agree, {} differ within noise, {} changed, {} judged in one run only.",
+        "; {} targets: {} agree",
         c.targets.len(),
         c.count_targets(super::Agreement::Agree),
+    );
+    let undecided = c.undecided_in_both();
+    if undecided > 0 {
+        let _ = write!(summary, " ({undecided} of them undecided in both runs)");
+    }
+    let _ = write!(
+        summary,
+        ", {} differ within noise, {} changed, {} judged in one run only.",
         c.count_targets(super::Agreement::WithinNoise),
         c.changed_targets(),
         c.count_targets(super::Agreement::OneSided),
@@ -125,13 +134,13 @@ pub fn render(c: &Comparison, all_metrics: bool) -> String {
     out
 }
 
-/// `met 1.36× at 8 (high)`, `MISSED 0.9× at 4 (medium, disturbed)`, or
-/// `not judged`.
+/// `met 1.36× at 8 (high)`, `MISSED 0.9× at 4 (medium, disturbed)`,
+/// `undecided (leans missed) 4.82× at 16 (low)`, or `not judged`.
 fn verdict(v: Option<&TargetVerdict>) -> String {
     match v {
         Some(v) => format!(
             "{} {} at {} ({}{})",
-            if v.met { "met" } else { "MISSED" },
+            v.outcome().label(v.met),
             fmt_quotient(v.value),
             v.case,
             v.confidence.label(),
@@ -155,4 +164,70 @@ fn label(r: &Row) -> String {
 /// `median ±spread%`.
 fn measured((median, spread): (f64, f64)) -> String {
     format!("{} {}", fmt_num(median, 4), fmt_spread(median, spread))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::harness::compare::{Agreement, TargetDiff};
+    use crate::harness::report::Quotient;
+    use crate::harness::verdict::Confidence;
+
+    fn verdict(met: bool, value: f64, confidence: Confidence) -> TargetVerdict {
+        TargetVerdict {
+            met,
+            value: Quotient::Value(value),
+            case: "16".into(),
+            confidence,
+            disturbed: false,
+        }
+    }
+
+    #[test]
+    fn undecided_verdicts_print_their_leaning_and_are_counted_apart() {
+        let diff = |a: TargetVerdict, b: TargetVerdict| TargetDiff {
+            experiment: "toy".into(),
+            title: "toy table".into(),
+            target: "a/b ≥ 5.00× at threads 16".into(),
+            agreement: Agreement::of(Some(&a), Some(&b)),
+            a: Some(a),
+            b: Some(b),
+        };
+        let c = Comparison {
+            targets: vec![
+                diff(
+                    verdict(false, 4.82, Confidence::Low),
+                    verdict(true, 5.44, Confidence::Low),
+                ),
+                diff(
+                    verdict(true, 5.44, Confidence::Low),
+                    verdict(true, 9.0, Confidence::High),
+                ),
+            ],
+            ..Comparison::default()
+        };
+        let text = render(&c, false);
+        let words = text.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert!(
+            words.contains(
+                "[agree] toy / toy table: a/b ≥ 5.00× at threads 16: undecided (leans missed) \
+                 4.82× at 16 (low) → undecided (leans met) 5.44× at 16 (low)"
+            ),
+            "{text}"
+        );
+        assert!(
+            words.contains(
+                "[within noise] toy / toy table: a/b ≥ 5.00× at threads 16: undecided (leans \
+                 met) 5.44× at 16 (low) → met 9.00× at 16 (high)"
+            ),
+            "{text}"
+        );
+        assert!(
+            words.contains(
+                "2 targets: 1 agree (1 of them undecided in both runs), 1 differ within noise, \
+                 0 changed, 0 judged in one run only."
+            ),
+            "{text}"
+        );
+    }
 }
