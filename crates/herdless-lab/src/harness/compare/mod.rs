@@ -5,11 +5,13 @@
 //! turn them:
 //! - **Targets.** Each target's outcome (met, missed, or undecided at low
 //!   confidence, when the bound lies within that run's spread:
-//!   `verdict.rs`) in A and in B. The runs *agree* when the outcomes are
-//!   the same, two undecided ones included (neither run decided, whichever
-//!   way each leans). They differ *within noise* when one is undecided and
-//!   the other decided (noise alone could turn the undecided one), or when
-//!   either rests on a row measured on a disturbed machine. Only met in
+//!   `verdict.rs`) in A and in B. The runs *agree* when they do not
+//!   contradict each other: the outcomes are the same (two undecided ones
+//!   included: neither run decided, whichever way each leans), or one run
+//!   is undecided and leans the way the other decided. They differ *within
+//!   noise* when one is undecided and leans against the other's decision
+//!   (noise alone could turn the undecided one), or when either rests on a
+//!   row measured on a disturbed machine. Only met in
 //!   one and missed in the other, both decided on quiet machines, is a
 //!   *changed* verdict (met → missed is a regression).
 //! - **Cells.** For each (case, variant) measured in both runs: the medians,
@@ -143,10 +145,11 @@ impl TargetVerdict {
 /// How a target's verdicts in A and B relate.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Agreement {
-    /// Both met, both missed, or both undecided (neither run decided).
+    /// No contradiction: both met, both missed, both undecided (neither
+    /// run decided), or one undecided leaning the way the other decided.
     Agree,
-    /// One undecided and the other decided, or they differ and at least
-    /// one was measured on a disturbed machine.
+    /// One undecided, leaning against the other's decision; or they
+    /// differ and at least one was measured on a disturbed machine.
     WithinNoise,
     /// One met and the other missed, both decided (medium or high
     /// confidence), on quiet machines.
@@ -162,7 +165,9 @@ impl Agreement {
             return Agreement::OneSided;
         };
         let undecided = |v: &TargetVerdict| v.outcome() == Outcome::Undecided;
-        if a.outcome() == b.outcome() {
+        // The same outcome, or one run undecided but leaning the way the
+        // other decided: the runs do not contradict each other.
+        if a.outcome() == b.outcome() || ((undecided(a) || undecided(b)) && a.met == b.met) {
             Agreement::Agree
         } else if undecided(a) || undecided(b) || a.disturbed || b.disturbed {
             Agreement::WithinNoise
@@ -539,8 +544,11 @@ mod tests {
         assert_eq!(of((false, High), (false, High)), Agreement::Agree);
         assert_eq!(of((true, Low), (false, Low)), Agreement::Agree);
         assert_eq!(of((true, Low), (true, Low)), Agreement::Agree);
-        // Undecided in one run, decided in the other, on either side.
-        assert_eq!(of((true, Low), (true, High)), Agreement::WithinNoise);
+        // Undecided in one run, leaning the way the other decided: no
+        // contradiction.
+        assert_eq!(of((true, Low), (true, High)), Agreement::Agree);
+        assert_eq!(of((false, Medium), (false, Low)), Agreement::Agree);
+        // Undecided in one run, leaning against the other's decision.
         assert_eq!(of((true, High), (false, Low)), Agreement::WithinNoise);
         assert_eq!(of((true, Low), (false, High)), Agreement::WithinNoise);
         // Met against missed, both decided on quiet machines.

@@ -18,9 +18,9 @@ pub fn render(c: &Comparison, all_metrics: bool) -> String {
     if !c.targets.is_empty() {
         out.push('\n');
         out.push_str(&para(
-            "targets, A → B (undecided: of low confidence, noise alone could turn it; two \
-             undecided verdicts agree, and a flip is within noise where either verdict is \
-             undecided or was measured on a disturbed machine):",
+            "targets, A → B (undecided: of low confidence, noise alone could turn it; runs \
+             agree unless they contradict each other, and a flip is within noise where either \
+             verdict is undecided or was measured on a disturbed machine):",
             2,
         ));
         for t in &c.targets {
@@ -201,6 +201,10 @@ mod tests {
                 ),
                 diff(
                     verdict(true, 5.44, Confidence::Low),
+                    verdict(false, 3.0, Confidence::High),
+                ),
+                diff(
+                    verdict(true, 5.44, Confidence::Low),
                     verdict(true, 9.0, Confidence::High),
                 ),
             ],
@@ -218,13 +222,20 @@ mod tests {
         assert!(
             words.contains(
                 "[within noise] toy / toy table: a/b ≥ 5.00× at threads 16: undecided (leans \
-                 met) 5.44× at 16 (low) → met 9.00× at 16 (high)"
+                 met) 5.44× at 16 (low) → MISSED 3.00× at 16 (high)"
             ),
             "{text}"
         );
         assert!(
             words.contains(
-                "2 targets: 1 agree (1 of them undecided in both runs), 1 differ within noise, \
+                "[agree] toy / toy table: a/b ≥ 5.00× at threads 16: undecided (leans met) \
+                 5.44× at 16 (low) → met 9.00× at 16 (high)"
+            ),
+            "{text}"
+        );
+        assert!(
+            words.contains(
+                "3 targets: 2 agree (1 of them undecided in both runs), 1 differ within noise, \
                  0 changed, 0 judged in one run only."
             ),
             "{text}"
