@@ -78,7 +78,18 @@ fn wake_one_at_a_time() -> Section<one_at_a_time::Params> {
         "% of woken threads that ran before the last wake",
     ))
     .ratio(Ratio::of(WAITER_COUNT, ALWAYS_LOCK))
-    .ratio(Ratio::of(WAITER_COUNT, KERNEL).at_most(1.1))
+    // Issue 14's target: the kernel's floor for a queue that wakes a
+    // chosen thread is 1.05–1.23× its own shared-word wake on this
+    // machine (lab README, `futex-wake`), so within 1.2× from 64 threads
+    // up; at 32 the VM's vCPU wake regime decides (same section).
+    .ratio(
+        Ratio::of(WAITER_COUNT, KERNEL)
+            .at_most(1.2)
+            .at_case("64")
+            .at_case("128")
+            .at_case("256")
+            .at_case("512"),
+    )
     .ratio(Ratio::of(PARKING_LOT, WAITER_COUNT))
     .evidence(&["time_ms", "ran_during_pct"]);
     with_variants::<OneAtATime>(section)
