@@ -486,15 +486,7 @@ mod tests {
             "{text}"
         );
         // At the bound within the spread (old/new = 10× against ≥ 10).
-        let mut report = Toy {
-            target: 10.0,
-            ..Toy::default()
-        }
-        .report();
-        let s = &mut report.experiments[0].sections[0];
-        s.cases[1].cells[1].metrics.get_mut("t").unwrap().spread = 1.0;
-        s.compute_ratios();
-        let text = words(closing(&report, 1.0));
+        let text = words(closing(&Toy::at_bound_report(), 1.0));
         assert!(
             text.starts_with(
                 "1 targets: 0 met, 0 missed, 1 undecided (1 leaning met, 0 leaning missed), 0 not \

@@ -148,15 +148,7 @@ mod tests {
             "{md}"
         );
         // At the bound within the spread: undecided, leaning by the median.
-        let mut at_bound = Toy {
-            target: 10.0,
-            ..Toy::default()
-        }
-        .report();
-        let s = &mut at_bound.experiments[0].sections[0];
-        s.cases[1].cells[1].metrics.get_mut("t").unwrap().spread = 1.0;
-        s.compute_ratios();
-        let md = markdown(&at_bound);
+        let md = markdown(&Toy::at_bound_report());
         assert!(
             md.contains("| old/new ≥ 10.0× | n 4 | 10.0× (at 4) | undecided (leans met) | low |"),
             "{md}"

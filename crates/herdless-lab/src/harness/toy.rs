@@ -101,6 +101,25 @@ impl Toy {
         Report::new(machine, &opts, SystemTime::UNIX_EPOCH, vec![result])
     }
 
+    /// A report whose one target is undecided, leaning met: `old/new` is
+    /// 10× against a bound of 10×, with a spread at `n = 4` that holds the
+    /// bound.
+    pub fn at_bound_report() -> Report {
+        let mut report = Toy {
+            target: 10.0,
+            ..Toy::default()
+        }
+        .report();
+        let s = &mut report.experiments[0].sections[0];
+        s.cases[1].cells[1]
+            .metrics
+            .get_mut("t")
+            .expect("the toy measures t")
+            .spread = 1.0;
+        s.compute_ratios();
+        report
+    }
+
     /// The toy's one table.
     pub fn section(&self) -> SectionReport {
         self.report().experiments.remove(0).sections.remove(0)

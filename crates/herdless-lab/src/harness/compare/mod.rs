@@ -205,6 +205,19 @@ pub struct TargetDiff {
 }
 
 impl TargetDiff {
+    /// A made-up target's verdicts in two runs (tests).
+    #[cfg(test)]
+    pub(crate) fn toy(target: &str, a: TargetVerdict, b: TargetVerdict) -> TargetDiff {
+        TargetDiff {
+            experiment: "toy".into(),
+            title: "toy table".into(),
+            target: target.into(),
+            agreement: Agreement::of(Some(&a), Some(&b)),
+            a: Some(a),
+            b: Some(b),
+        }
+    }
+
     /// A decided met → missed (see [`Agreement::Changed`]).
     pub fn is_regression(&self) -> bool {
         self.agreement == Agreement::Changed
@@ -576,14 +589,7 @@ mod tests {
 
     #[test]
     fn only_a_decided_met_turned_missed_is_a_regression() {
-        let diff = |a: TargetVerdict, b: TargetVerdict| TargetDiff {
-            experiment: "toy".into(),
-            title: "toy".into(),
-            target: "a/b ≥ 1.00×".into(),
-            agreement: Agreement::of(Some(&a), Some(&b)),
-            a: Some(a),
-            b: Some(b),
-        };
+        let diff = |a, b| TargetDiff::toy("a/b ≥ 1.00×", a, b);
         use Confidence::*;
         assert!(diff(verdict(true, High), verdict(false, Medium)).is_regression());
         assert!(!diff(verdict(false, High), verdict(true, High)).is_regression());

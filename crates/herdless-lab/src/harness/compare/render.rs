@@ -169,7 +169,7 @@ fn measured((median, spread): (f64, f64)) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::harness::compare::{Agreement, TargetDiff};
+    use crate::harness::compare::TargetDiff;
     use crate::harness::report::Quotient;
     use crate::harness::verdict::Confidence;
 
@@ -185,14 +185,7 @@ mod tests {
 
     #[test]
     fn undecided_verdicts_print_their_leaning_and_are_counted_apart() {
-        let diff = |a: TargetVerdict, b: TargetVerdict| TargetDiff {
-            experiment: "toy".into(),
-            title: "toy table".into(),
-            target: "a/b ≥ 5.00× at threads 16".into(),
-            agreement: Agreement::of(Some(&a), Some(&b)),
-            a: Some(a),
-            b: Some(b),
-        };
+        let diff = |a, b| TargetDiff::toy("a/b ≥ 5.00× at threads 16", a, b);
         let c = Comparison {
             targets: vec![
                 diff(
