@@ -82,8 +82,6 @@ unsafe fn links<T: Link, R>(node: NonNull<T>, f: impl FnOnce(&mut Links<T>) -> R
     }
 }
 
-// `len`, `is_empty` and `pop_front` serve the wait queue and rwsem lists.
-#[allow(dead_code)]
 impl<T: Link> LinkedList<T> {
     pub(crate) const fn new() -> Self {
         LinkedList {

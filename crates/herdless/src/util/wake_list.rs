@@ -71,8 +71,8 @@ impl<W: Wake> WakeList<W> {
         }
     }
 
-    /// Number of deferred wakeups.
-    #[allow(dead_code)]
+    /// Number of deferred wakeups (the tests check the bookkeeping).
+    #[cfg(all(test, not(loom)))]
     pub(crate) fn len(&self) -> usize {
         self.len - self.woken + self.spill.len()
     }
