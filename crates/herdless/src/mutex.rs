@@ -274,16 +274,8 @@ impl RawMutex {
     /// The caller holds the lock.
     #[inline]
     pub unsafe fn release(&self) {
-        // Nobody sleeps: one CAS. Release pairs with the next owner's
-        // Acquire.
-        if self
-            .state
-            .compare_exchange(LOCKED, 0, Ordering::Release, Ordering::Relaxed)
-            .is_ok()
-        {
-            return;
-        }
-        self.release_slow(false);
+        // SAFETY: the caller holds the lock.
+        unsafe { self.release_as(false) }
     }
 
     /// Releases the lock *fairly*: if a thread sleeps on it, the lock is
@@ -294,7 +286,17 @@ impl RawMutex {
     /// # Safety
     /// The caller holds the lock.
     pub unsafe fn release_fair(&self) {
-        // Release as in `release`.
+        // SAFETY: the caller holds the lock.
+        unsafe { self.release_as(true) }
+    }
+
+    /// Nobody sleeps: one CAS; otherwise the slow path, `fair` or not.
+    ///
+    /// # Safety
+    /// The caller holds the lock.
+    #[inline]
+    unsafe fn release_as(&self, fair: bool) {
+        // Release pairs with the next owner's Acquire.
         if self
             .state
             .compare_exchange(LOCKED, 0, Ordering::Release, Ordering::Relaxed)
@@ -302,7 +304,7 @@ impl RawMutex {
         {
             return;
         }
-        self.release_slow(true);
+        self.release_slow(fair);
     }
 
     /// The unlock with PARKED set: under the bucket lock, wake the oldest
