@@ -368,15 +368,7 @@ impl SectionReport {
         ratio: &RatioReport,
         c: usize,
     ) -> Option<(Confidence, Vec<String>)> {
-        let bound = ratio.target?;
-        if !ratio.applies_to(&self.cases[c].label) {
-            return None;
-        }
-        let value = ratio.values.get(c).copied()??.value()?;
-        Some(
-            self.case_level(ratio, bound, c, bound.holds(value))
-                .confidence(),
-        )
+        Some(self.own_case_level(ratio, c)?.confidence())
     }
 
     /// Whether `ratio`'s bound lies within case `c`'s spread (its noise
@@ -386,23 +378,19 @@ impl SectionReport {
     /// asks this to decide whether an undecided row is worth measuring
     /// again.
     pub fn bound_within_spread(&self, ratio: &RatioReport, c: usize) -> bool {
-        let Some(bound) = ratio.target else {
-            return false;
-        };
+        self.own_case_level(ratio, c)
+            .is_some_and(|level| level.margin == Confidence::Low && level.samples >= MIN_SAMPLES)
+    }
+
+    /// Case `c`'s level on the side of `ratio`'s bound its own value lies
+    /// on; `None` where the target does not apply or has no value to judge.
+    fn own_case_level(&self, ratio: &RatioReport, c: usize) -> Option<CaseLevel> {
+        let bound = ratio.target?;
         if !ratio.applies_to(&self.cases[c].label) {
-            return false;
+            return None;
         }
-        let Some(value) = ratio
-            .values
-            .get(c)
-            .copied()
-            .flatten()
-            .and_then(Quotient::value)
-        else {
-            return false;
-        };
-        let level = self.case_level(ratio, bound, c, bound.holds(value));
-        level.margin == Confidence::Low && level.samples >= MIN_SAMPLES
+        let value = ratio.values.get(c).copied()??.value()?;
+        Some(self.case_level(ratio, bound, c, bound.holds(value)))
     }
 
     /// How clearly case `c` is on the `met` (or missed) side of `bound`.
