@@ -37,11 +37,13 @@
 //! checks it.
 //!
 //! # Why nobody stalls on the mutex word (ARCHITECTURE contract 5)
-//! A thread woken off the mutex word relocks it in "contended" state (2),
-//! so its unlock wakes the next requeued thread. A notify that moves
-//! waiters onto a *held* mutex first makes sure its word reads 2 (under
-//! the bucket locks), so the holder's unlock wakes the first of them; onto
-//! a *free* mutex it wakes one waiter, which starts the chain.
+//! Waiters moved onto the mutex word are sleepers of the mutex like any
+//! other, and its PARKED bit is exact: an unlock that sees PARKED wakes
+//! the oldest sleeper and keeps PARKED while more remain. A notify that
+//! moves waiters onto a *held* mutex sets PARKED first (under the bucket
+//! locks), so the holder's unlock wakes the first of them; onto a *free*
+//! mutex it wakes one waiter and moves the rest, then sets PARKED, so the
+//! woken waiter's unlock (or whoever takes the mutex first) wakes the next.
 //!
 //! # Why a notifier that skips the lock misses nobody it must see
 //! `notify_*` first reads `state` without a lock and returns at once if it
