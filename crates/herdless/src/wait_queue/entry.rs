@@ -14,7 +14,7 @@ pub(super) type Callback = Arc<dyn Fn() + Send + Sync>;
 #[derive(Clone)]
 pub(super) enum Notify {
     /// Unpark the waiting thread (kernel: `autoremove_wake_function`): the
-    /// waker also dequeues the entry and marks it `WOKEN`.
+    /// waker also dequeues the entry and grants it (`Waiter::grant`).
     Thread(Unparker),
     /// Call a poller's function (kernel: `ep_poll_callback`): the entry
     /// stays queued until its registration is dropped.

@@ -34,10 +34,10 @@
 //!   waiter                              waker
 //!   lock; enqueue(me); unlock   (Q)     state = new
 //!   if cond(): leave, return            lock; dequeue; unlock   (W)
-//!   sleep until WOKEN                   unpark the dequeued
+//!   sleep until granted                 unpark the dequeued
 //! ```
 //! Either (Q) precedes (W): the wake finds the entry and dequeues it, and
-//! its `WOKEN` store (Release, paired with the waiter's Acquire load) ends
+//! its grant store (Release, paired with the waiter's Acquire load) ends
 //! the sleep, however late the unpark runs. Or (W) precedes (Q): then
 //! `state = new` happens-before the waker's unlock, which happens-before
 //! the waiter's lock, so `cond()` sees the new state and the waiter does

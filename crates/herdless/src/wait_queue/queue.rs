@@ -296,7 +296,7 @@ impl WaitQueue {
     /// # Safety
     /// `node` is live, pinned and in no list, and stays live until it has
     /// been removed again: by [`WaitQueue::remove`], or by a wake (thread
-    /// entries) followed by its owner observing `WOKEN`.
+    /// entries) followed by its owner observing the grant.
     pub(super) unsafe fn enqueue(&self, node: NonNull<Entry>) {
         // SAFETY: live (caller contract); shared access.
         let entry = unsafe { node.as_ref() };

@@ -150,7 +150,7 @@ struct Waiter<'a> {
     queue: &'a WaitQueue,
     entry: Pin<&'a Entry>,
     /// The entry may be in the queue: we queued it and have not seen it
-    /// leave (by our `remove` or by observing `WOKEN`).
+    /// leave (by our `remove` or by observing its grant).
     queued: bool,
     /// A wake chose this (exclusive) waiter and no attempt made after the
     /// choice has told whether the event is still there: we hold a wakeup
@@ -227,9 +227,9 @@ impl Waiter<'_> {
     fn enqueue(&mut self) {
         // SAFETY: the entry is pinned on the waiting thread's stack in
         // `WaitQueue::wait`, which outlives this `Waiter`; it is in no list
-        // (first queueing, or a wake dequeued it: we saw WOKEN). It stays
+        // (first queueing, or a wake dequeued it: we saw its grant). It stays
         // live until removed: `Drop` below removes it if it may still be
-        // queued, and a waker's last touch is the WOKEN store.
+        // queued, and a waker's last touch is the grant's store.
         unsafe { self.queue.enqueue(NonNull::from(&*self.entry)) };
         self.queued = true;
     }
