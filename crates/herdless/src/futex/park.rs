@@ -238,22 +238,33 @@ impl FutexTable {
             self.counters.wakes_skipped.add(1);
             return 0;
         }
+        self.unpark_locked(index, key, max, || {})
+    }
+
+    /// Takes bucket `index`'s lock, dequeues and grants up to `max`
+    /// waiters of `key` (oldest first), runs `under_lock` still under the
+    /// lock, and wakes them after dropping it; returns how many.
+    fn unpark_locked(
+        &self,
+        index: usize,
+        key: usize,
+        max: usize,
+        under_lock: impl FnOnce(),
+    ) -> usize {
         self.counters.wake_lock_acquisitions.add(1);
         let bucket = &self.buckets[index];
         let mut wakes = WakeList::new();
         let mut queue = bucket.queue.lock();
         let mut cursor = KeyedCursor::new(&mut queue, key);
         let mut woken = 0;
-        while woken < max {
-            if cursor.next().is_none() {
-                break;
-            }
+        while woken < max && cursor.next().is_some() {
             let node = cursor.unlink_current();
             // SAFETY: just unlinked under the bucket lock we hold; a queued
             // record has not been granted.
             unsafe { Waiter::grant(node, GRANTED, &mut wakes) };
             woken += 1;
         }
+        under_lock();
         drop(queue);
         bucket.withdraw(woken);
         wakes.wake_all();
@@ -305,24 +316,7 @@ impl FutexTable {
     /// Wakes every waiter of `key`, always under the bucket lock, and runs
     /// `under_lock` there once they are dequeued; returns how many.
     pub(crate) fn unpark_all(&self, key: usize, under_lock: impl FnOnce()) -> usize {
-        self.counters.wake_lock_acquisitions.add(1);
-        let bucket = &self.buckets[self.index(key)];
-        let mut wakes = WakeList::new();
-        let mut queue = bucket.queue.lock();
-        let mut cursor = KeyedCursor::new(&mut queue, key);
-        let mut woken = 0;
-        while cursor.next().is_some() {
-            let node = cursor.unlink_current();
-            // SAFETY: as in `unpark`.
-            unsafe { Waiter::grant(node, GRANTED, &mut wakes) };
-            woken += 1;
-        }
-        under_lock();
-        drop(queue);
-        bucket.withdraw(woken);
-        wakes.wake_all();
-        self.counters.wakeups.add(woken as u64);
-        woken
+        self.unpark_locked(self.index(key), key, usize::MAX, under_lock)
     }
 
     /// Under both bucket locks, asks `validate` what to do; if it says
