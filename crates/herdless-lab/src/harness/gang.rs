@@ -39,6 +39,17 @@ pub fn gang<F>(threads: usize, work: F) -> Result<GangRun, LabError>
 where
     F: Fn(usize) + Sync,
 {
+    gang_with(threads, work, || {})
+}
+
+/// As [`gang`], and runs `alongside()` on the calling thread once the gang
+/// is released, before joining it: a measurement's timer or driver, whose
+/// own CPU time and context switches stay out of the gang's `usage` (and
+/// whose sleeping takes no CPU from the gang).
+pub fn gang_with<F>(threads: usize, work: F, alongside: impl FnOnce()) -> Result<GangRun, LabError>
+where
+    F: Fn(usize) + Sync,
+{
     let ready = AtomicUsize::new(0);
     let state = AtomicU8::new(WAIT);
     let (ready, state, work) = (&ready, &state, &work);
@@ -81,6 +92,7 @@ where
             thread::yield_now();
         }
         state.store(GO, Ordering::Release);
+        alongside();
 
         let mut first_start: Option<Instant> = None;
         let mut last_end: Option<Instant> = None;
@@ -117,6 +129,29 @@ mod tests {
         .unwrap();
         assert_eq!(seen.load(Ordering::Relaxed), 0b1111);
         assert!(run.wall < Duration::from_secs(5));
+    }
+
+    #[test]
+    fn what_runs_alongside_is_left_out_of_the_gang_usage() {
+        let stop = std::sync::atomic::AtomicBool::new(false);
+        let run = gang_with(
+            1,
+            |_| {
+                while !stop.load(Ordering::Relaxed) {
+                    std::hint::spin_loop();
+                }
+            },
+            || {
+                // Sleeps (voluntary switches) on the calling thread.
+                for _ in 0..5 {
+                    thread::sleep(Duration::from_millis(2));
+                }
+                stop.store(true, Ordering::Relaxed);
+            },
+        )
+        .unwrap();
+        assert!(run.wall >= Duration::from_millis(10), "{:?}", run.wall);
+        assert!(run.usage.voluntary_switches < 5, "{:?}", run.usage);
     }
 
     #[test]

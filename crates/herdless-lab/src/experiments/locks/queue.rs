@@ -19,7 +19,7 @@
 //! notified again until everybody left, so the run goes on.
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
@@ -28,7 +28,7 @@ use super::cpu_time::thread_cpu_ns;
 use super::monitor::{Cv, Monitor};
 use super::table_stats::table_delta;
 use super::Workload;
-use crate::harness::gang::gang;
+use crate::harness::gang::gang_with;
 use crate::harness::patience::{timed_interval, PATIENCE};
 use crate::harness::{Case, LabError, Sample};
 
@@ -90,32 +90,35 @@ impl Workload for BoundedQueue {
         let cpu_ns = AtomicU64::new(0);
         let stuck = AtomicU64::new(0);
         let before = M::table_stats();
-        let run = gang(workers + 1, |i| {
-            let mut waits = 0;
-            if i == workers {
-                // At least one item must go through before the close (an
-                // overloaded machine may not run the workers at all in a
-                // smoke interval): the interval stretches until one has.
-                let took = timed_interval(Duration::from_millis(p.interval_ms), || {
-                    monitor.with(|q| q.popped_in_time) > 0
-                });
-                monitor.with(|q| q.closed = true);
-                interval_ns.store(took.as_nanos() as u64, Ordering::Relaxed);
-                monitor.notify_all(NOT_EMPTY);
-                monitor.notify_all(NOT_FULL);
-                let closed = Instant::now();
-                while left.load(Ordering::Acquire) < workers {
-                    if closed.elapsed() > PATIENCE {
-                        // A lost wakeup: record it, and unblock the
-                        // stranded thread so the gang can end.
-                        stuck.store(1, Ordering::Relaxed);
-                        monitor.notify_all(NOT_EMPTY);
-                        monitor.notify_all(NOT_FULL);
-                    }
-                    std::thread::sleep(DRAIN_POLL);
+        // Set by a consumer after its first item: the timer's sign of
+        // progress, read without taking the lock under test.
+        let progressed = AtomicBool::new(false);
+        // The timer runs alongside the gang on this thread (its sleeps stay
+        // out of the workers' counts). At least one item must go through
+        // before the close (an overloaded machine may not run the workers
+        // at all in a smoke interval): the interval stretches until one has.
+        let timer = || {
+            let took = timed_interval(Duration::from_millis(p.interval_ms), || {
+                progressed.load(Ordering::Relaxed)
+            });
+            monitor.with(|q| q.closed = true);
+            interval_ns.store(took.as_nanos() as u64, Ordering::Relaxed);
+            monitor.notify_all(NOT_EMPTY);
+            monitor.notify_all(NOT_FULL);
+            let closed = Instant::now();
+            while left.load(Ordering::Acquire) < workers {
+                if closed.elapsed() > PATIENCE {
+                    // A lost wakeup: record it, and unblock the
+                    // stranded thread so the gang can end.
+                    stuck.store(1, Ordering::Relaxed);
+                    monitor.notify_all(NOT_EMPTY);
+                    monitor.notify_all(NOT_FULL);
                 }
-                return;
+                std::thread::sleep(DRAIN_POLL);
             }
+        };
+        let work = |i: usize| {
+            let mut waits = 0;
             let cpu_start = thread_cpu_ns();
             if i < p.producers {
                 let mut next = 0u64;
@@ -145,6 +148,7 @@ impl Workload for BoundedQueue {
                     }
                 }
             } else {
+                let mut popped_one = false;
                 loop {
                     let (item, w) = monitor.wait_then(
                         NOT_EMPTY,
@@ -167,6 +171,11 @@ impl Workload for BoundedQueue {
                     if item.is_none() {
                         break;
                     }
+                    if !popped_one {
+                        // Once per consumer: no shared line in the loop.
+                        progressed.store(true, Ordering::Relaxed);
+                        popped_one = true;
+                    }
                     if !p.notify_under_lock {
                         monitor.notify_one(NOT_FULL);
                     }
@@ -176,7 +185,8 @@ impl Workload for BoundedQueue {
             cpu_ns.fetch_add(thread_cpu_ns() - cpu_start, Ordering::Relaxed);
             // Release: the timer's Acquire load sees every worker done.
             left.fetch_add(1, Ordering::Release);
-        })?;
+        };
+        let run = gang_with(workers, work, timer)?;
         let table = table_delta(before, M::table_stats());
 
         if stuck.load(Ordering::Relaxed) != 0 {

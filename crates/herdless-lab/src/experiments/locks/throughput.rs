@@ -6,8 +6,8 @@
 //!
 //! The work is parking_lot's: one round is `shared += value; shared *=
 //! 1.01; value = shared` (a dependent floating-point add and multiply)
-//! inside, the same on a local value outside. The interval is timed by an
-//! extra, sleeping thread of the gang, which raises the stop flag the
+//! inside, the same on a local value outside. The interval is timed by the
+//! calling thread, asleep beside the gang, which raises the stop flag the
 //! workers read once per iteration (as parking_lot's main thread does);
 //! the interval stretches past its length until somebody took the lock
 //! (an overloaded machine may not run the workers at all in a smoke run).
@@ -25,7 +25,7 @@ use super::cpu_time::thread_cpu_ns;
 use super::monitor::Monitor;
 use super::table_stats::table_delta;
 use super::Workload;
-use crate::harness::gang::gang;
+use crate::harness::gang::gang_with;
 use crate::harness::patience::timed_interval;
 use crate::harness::{Case, LabError, Sample};
 
@@ -65,19 +65,22 @@ impl Workload for Throughput {
         let interval_ns = AtomicU64::new(0);
         let cpu_ns = AtomicU64::new(0);
         let before = M::table_stats();
-        let run = gang(p.threads + 1, |i| {
-            if i == p.threads {
-                // The timer: it sleeps, so it takes no CPU from the
-                // workers, and stretches the interval until somebody took
-                // the lock (an overloaded machine may not run the workers
-                // at all in a smoke interval).
-                let took = timed_interval(Duration::from_millis(p.interval_ms), || {
-                    monitor.with(|s| s.acquisitions) > 0
-                });
-                stop.store(true, Ordering::Relaxed);
-                interval_ns.store(took.as_nanos() as u64, Ordering::Relaxed);
-                return;
-            }
+        // Set by a worker after its first acquisition: the timer's sign of
+        // progress, read without taking the lock under test.
+        let progressed = AtomicBool::new(false);
+        // The timer runs alongside the gang on this thread: it sleeps, so it
+        // takes no CPU from the workers, its own switches stay out of the
+        // counts, and it stretches the interval until somebody took the lock
+        // (an overloaded machine may not run the workers at all in a smoke
+        // interval).
+        let timer = || {
+            let took = timed_interval(Duration::from_millis(p.interval_ms), || {
+                progressed.load(Ordering::Relaxed)
+            });
+            stop.store(true, Ordering::Relaxed);
+            interval_ns.store(took.as_nanos() as u64, Ordering::Relaxed);
+        };
+        let work = |i: usize| {
             let cpu_start = thread_cpu_ns();
             let (mut value, mut local) = (0.0f64, 0.0f64);
             let mut iterations = 0u64;
@@ -95,12 +98,16 @@ impl Workload for Throughput {
                     local *= 1.01;
                     value = local;
                 }
+                if iterations == 0 {
+                    progressed.store(true, Ordering::Relaxed);
+                }
                 iterations += 1;
             }
             black_box(value);
             counts[i].store(iterations, Ordering::Relaxed);
             cpu_ns.fetch_add(thread_cpu_ns() - cpu_start, Ordering::Relaxed);
-        })?;
+        };
+        let run = gang_with(p.threads, work, timer)?;
         let table = table_delta(before, M::table_stats());
 
         let counts: Vec<u64> = counts.iter().map(|c| c.load(Ordering::Relaxed)).collect();
