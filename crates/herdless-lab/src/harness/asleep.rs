@@ -11,9 +11,11 @@
 //! real wait (a contended internal lock) cannot be asleep at that instant
 //! together with the thread it waits for, which is running.
 
+use std::sync::atomic::{AtomicI32, Ordering};
 use std::thread;
 use std::time::{Duration, Instant};
 
+use super::patience::wait_until;
 use super::LabError;
 
 /// The calling thread's kernel thread id.
@@ -61,6 +63,22 @@ fn parse_status(text: &str) -> Option<Status> {
         state: state?,
         switches,
     })
+}
+
+/// Waits for each of a measurement's threads to publish its thread id
+/// ([`current_tid`]) in its slot (0 until then), within the lab's patience,
+/// and returns them.
+pub fn collect_tids(slots: &[AtomicI32]) -> Result<Vec<i32>, LabError> {
+    slots
+        .iter()
+        .map(|slot| {
+            wait_until(
+                || slot.load(Ordering::Acquire) != 0,
+                || "waiters starting".into(),
+            )?;
+            Ok(slot.load(Ordering::Acquire))
+        })
+        .collect()
 }
 
 /// Waits until every thread in `tids` is asleep at once (see the module

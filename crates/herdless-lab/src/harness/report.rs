@@ -208,11 +208,6 @@ impl Quotient {
             Quotient::BothZero => None,
         }
     }
-
-    /// The value if finite (what a chart or a range can show).
-    pub fn finite(self) -> Option<f64> {
-        self.value().filter(|v| v.is_finite())
-    }
 }
 
 impl Serialize for Quotient {
@@ -344,7 +339,6 @@ mod tests {
         assert_eq!(Quotient::of(3.0, 0.0), Quotient::Value(f64::INFINITY));
         assert_eq!(Quotient::of(0.0, 0.0), Quotient::BothZero);
         assert_eq!(Quotient::of(0.0, 2.0), Quotient::Value(0.0));
-        assert_eq!(Quotient::of(3.0, 0.0).finite(), None);
         assert_eq!(Quotient::of(3.0, 0.0).value(), Some(f64::INFINITY));
     }
 

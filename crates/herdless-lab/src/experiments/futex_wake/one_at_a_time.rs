@@ -36,9 +36,9 @@ use serde::Serialize;
 use super::backend::Backend;
 use super::Measure;
 use crate::harness::affinity::{Pin, Placement};
-use crate::harness::asleep::{current_tid, wait_until_asleep};
+use crate::harness::asleep::{collect_tids, current_tid, wait_until_asleep};
 use crate::harness::gang::STACK_SIZE;
-use crate::harness::patience::{wait_until, PATIENCE};
+use crate::harness::patience::PATIENCE;
 use crate::harness::{Case, LabError, Sample};
 
 /// Parameters of one row.
@@ -146,18 +146,4 @@ impl Measure for OneAtATime {
                 .with("ran_during_pct", 100.0 * ran as f64 / n as f64))
         })
     }
-}
-
-/// Waits for every worker to publish its thread id.
-fn collect_tids(slots: &[AtomicI32]) -> Result<Vec<i32>, LabError> {
-    slots
-        .iter()
-        .map(|slot| {
-            wait_until(
-                || slot.load(Ordering::Acquire) != 0,
-                || "waiters starting".into(),
-            )?;
-            Ok(slot.load(Ordering::Acquire))
-        })
-        .collect()
 }

@@ -37,9 +37,9 @@ use super::monitor::{Cv, Monitor};
 use super::pipe_gate::PipeGate;
 use super::table_stats::table_delta;
 use super::Workload;
-use crate::harness::asleep::{current_tid, wait_until_asleep};
+use crate::harness::asleep::{collect_tids, current_tid, wait_until_asleep};
 use crate::harness::gang::STACK_SIZE;
-use crate::harness::patience::{wait_until, PATIENCE};
+use crate::harness::patience::PATIENCE;
 use crate::harness::{Case, LabError, Sample, Usage};
 
 const GO: Cv = Cv::First;
@@ -178,16 +178,7 @@ fn round<M: Monitor<Flag>>(p: Params, counter: Option<&FutexCalls>) -> Result<Ro
                 })
                 .map_err(|e| LabError::os(format!("spawning waiter {i} of {n}"), e))?;
         }
-        let tids = tids
-            .iter()
-            .map(|slot| {
-                wait_until(
-                    || slot.load(Ordering::Acquire) != 0,
-                    || "waiters starting".into(),
-                )?;
-                Ok(slot.load(Ordering::Acquire))
-            })
-            .collect::<Result<Vec<i32>, LabError>>()?;
+        let tids = collect_tids(&tids)?;
         wait_until_asleep(&tids, PATIENCE)?;
         // Every waiter is asleep, and none holds the mutex: all are in the
         // condvar wait.

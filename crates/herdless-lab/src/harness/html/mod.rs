@@ -27,12 +27,6 @@ use super::LabError;
 
 const STYLE: &str = include_str!("style.css");
 
-/// Writes `index.html` for `report` into `dir` (created if missing) and
-/// returns its path.
-pub fn write_report(report: &Report, dir: &Path) -> Result<PathBuf, LabError> {
-    write_report_to(report, OutputFile::claim(&index_of(dir))?)
-}
-
 /// The report's page in `dir`: `dir/index.html`.
 pub fn index_of(dir: &Path) -> PathBuf {
     dir.join("index.html")
