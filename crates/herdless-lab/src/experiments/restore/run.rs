@@ -150,11 +150,12 @@ pub(crate) fn measure(how: How, case: &Case<Params>) -> Result<Sample, LabError>
     // before the VMM connects (Firecracker's examples map the whole file;
     // only the pages a variant copies matter, and mapping 256 MiB for each
     // repetition would only cost the lab time). `copy-all` maps it all.
-    opts.populate = Populate::Trace(trace_for(&snapshot, &p, &runs)?);
+    let trace = trace_for(&snapshot, &p, &runs)?;
+    opts.populate = Populate::Trace(trace.clone());
     match how {
         How::OnDemand { window } => opts.fault_around = window,
         How::Prefetch => {
-            opts.prefetch = Some(trace_for(&snapshot, &p, &runs)?);
+            opts.prefetch = Some(trace);
             // One per CPU: copying is the kernel's work, on the CPU asking.
             opts.prefetch_threads = std::thread::available_parallelism().map_or(1, |n| n.get());
         }
