@@ -359,14 +359,24 @@ fn header(opts: &RunOptions, machine: &Machine, load: Option<LoadAverage>) -> St
 /// The run's last lines: how the targets came out (undecided ones apart
 /// from met and missed), how long it took and how busy the machine was.
 fn closing(report: &Report, seconds: f64) -> String {
-    let sections = || report.experiments.iter().flat_map(|e| &e.sections);
+    // Every target judged once; the outcome counts come from the same
+    // judgements, and a target without one is not judged.
+    let targets = report
+        .experiments
+        .iter()
+        .flat_map(|e| &e.sections)
+        .flat_map(|s| {
+            s.ratios
+                .iter()
+                .filter(|r| r.target.is_some())
+                .map(move |r| s.judge(r))
+        });
     let mut outcomes = OutcomeCounts::default();
-    for s in sections() {
-        outcomes.merge(s.outcome_counts());
+    let mut judgements: Vec<Judgement> = Vec::new();
+    for judgement in targets {
+        outcomes.add(judgement.as_ref().map(Judgement::outcome));
+        judgements.extend(judgement);
     }
-    let judgements: Vec<Judgement> = sections()
-        .flat_map(|s| s.ratios.iter().filter_map(move |r| s.judge(r)))
-        .collect();
     let count = |f: &dyn Fn(&Judgement) -> bool| judgements.iter().filter(|j| f(j)).count();
     let mut text = format!(
         "\n{} targets: {} met, {} missed, {} undecided",

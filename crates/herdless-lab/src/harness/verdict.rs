@@ -143,14 +143,6 @@ impl OutcomeCounts {
         } += 1;
     }
 
-    /// Adds `other`'s counts to these.
-    pub fn merge(&mut self, other: OutcomeCounts) {
-        self.met += other.met;
-        self.missed += other.missed;
-        self.undecided += other.undecided;
-        self.not_judged += other.not_judged;
-    }
-
     /// Every target counted.
     pub fn targets(&self) -> usize {
         self.met + self.missed + self.undecided + self.not_judged
