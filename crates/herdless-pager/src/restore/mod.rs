@@ -172,29 +172,33 @@ impl Restore {
             other => RestoreError::Pager(other),
         })?;
         let file_len = crate::PageSource::len(&source);
-        let trace = match &opts.prefetch {
-            Some(path) => {
-                let t = Trace::read(path)?;
-                let mismatch = |what: String| RestoreError::Trace {
-                    path: path.clone(),
-                    reason: what,
-                };
-                if t.page_size != page as u64 {
-                    return Err(mismatch(format!(
-                        "recorded with {}-byte pages, served with {page}",
-                        t.page_size
-                    )));
-                }
-                if t.file_len != file_len {
-                    return Err(mismatch(format!(
-                        "recorded on a {}-byte memory file, {} has {file_len}: another snapshot",
-                        t.file_len,
-                        opts.memory_file.display()
-                    )));
-                }
-                Some(t)
+        // A trace must come from this memory file, served with this page
+        // size (a prefetch trace and a populate trace alike).
+        let checked = |path: &PathBuf| -> Result<Trace, RestoreError> {
+            let t = Trace::read(path)?;
+            let mismatch = |what: String| RestoreError::Trace {
+                path: path.clone(),
+                reason: what,
+            };
+            if t.page_size != page as u64 {
+                return Err(mismatch(format!(
+                    "recorded with {}-byte pages, served with {page}",
+                    t.page_size
+                )));
             }
-            None => None,
+            if t.file_len != file_len {
+                return Err(mismatch(format!(
+                    "recorded on a {}-byte memory file, {} has {file_len}: another snapshot",
+                    t.file_len,
+                    opts.memory_file.display()
+                )));
+            }
+            Ok(t)
+        };
+        let trace = opts.prefetch.as_ref().map(checked).transpose()?;
+        let populate_trace = match &opts.populate {
+            Populate::Trace(path) => Some(checked(path)?),
+            Populate::All | Populate::Nothing => None,
         };
         let create = |path: &Option<PathBuf>| -> Result<Option<File>, RestoreError> {
             path.as_ref()
@@ -208,19 +212,20 @@ impl Restore {
         };
         // Before the VMM connects: the pages that will be copied first.
         let log = Log { quiet: opts.quiet };
-        let ahead = match (&opts.populate, &trace) {
-            (Populate::All, _) => None,
-            _ if opts.copy_all => None,
-            (Populate::Trace(path), _) => Some(Trace::read(path)?),
-            (Populate::Nothing, Some(t)) => Some(t.clone()),
-            (Populate::Nothing, None) => Some(Trace::default()),
-        };
-        let populated = match ahead {
-            None => source.populate(0, file_len),
-            Some(t) => t
-                .runs
-                .iter()
-                .try_for_each(|&(off, n)| source.populate(off, n.saturating_mul(t.page_size))),
+        // The whole file, or every page of the traces given (the prefetch
+        // trace's pages are the ones the handlers copy first).
+        let populated = if matches!(opts.populate, Populate::All) || opts.copy_all {
+            source.populate(0, file_len)
+        } else {
+            [trace.as_ref(), populate_trace.as_ref()]
+                .into_iter()
+                .flatten()
+                .flat_map(|t| {
+                    t.runs
+                        .iter()
+                        .map(move |&(off, n)| (off, n.saturating_mul(t.page_size)))
+                })
+                .try_for_each(|(off, len)| source.populate(off, len))
         };
         if let Err(e) = populated {
             log.line(&format!(

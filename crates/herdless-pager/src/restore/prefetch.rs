@@ -84,7 +84,7 @@ pub(crate) fn everything(space: &Space) -> Vec<Range<usize>> {
 /// runs of at most `chunk` pages (module doc): this thread takes the
 /// plan's ranges `lane`, `lane + lanes`, ..., so that `lanes` threads go
 /// down the plan side by side. Stops early when the handlers are told to
-/// stop. Goes over its ranges again while pages of the plan are still
+/// stop. Goes over its ranges again while pages of them are still
 /// missing, at most [`PASSES`] times.
 pub(crate) fn run(sh: &Shared, plan: &[Range<usize>], chunk: usize, lane: usize, lanes: usize) {
     let mut scratch = vec![0u8; chunk * sh.page];
@@ -95,8 +95,11 @@ pub(crate) fn run(sh: &Shared, plan: &[Range<usize>], chunk: usize, lane: usize,
             }
             sh.fill_pages(range.clone(), Ask::Prefetch, chunk, &mut scratch, || {});
         }
+        // Only this thread's ranges: the other lanes' threads see to theirs.
         let missing = plan
             .iter()
+            .skip(lane)
+            .step_by(lanes.max(1))
             .flat_map(Clone::clone)
             .any(|p| sh.states.is_missing(p));
         if !missing {
