@@ -14,7 +14,6 @@
 //! let Some(uffd) = common::skip::unless_userfaultfd() else { return };
 //! // ... build with `.user_mode_only(uffd.user_mode_only())`
 //! let Some(()) = common::skip::unless_full_userfaultfd() else { return };
-//! let Some(_root) = common::skip::unless_root("it switches to user nobody") else { return };
 //! common::skip::skip("why"); // any other precondition, then return
 //! ```
 //!
@@ -231,20 +230,5 @@ pub fn unless_full_userfaultfd() -> Option<()> {
             );
             None
         }
-    }
-}
-
-/// Proof that the process runs as root; see [`unless_root`].
-#[derive(Clone, Copy, Debug)]
-pub struct Root(());
-
-/// `Some` when the process runs as root, else `None` after marking the
-/// running test skipped: "needs root: {why}".
-pub fn unless_root(why: &str) -> Option<Root> {
-    if rustix::process::geteuid().is_root() {
-        Some(Root(()))
-    } else {
-        skip(format!("needs root: {why}"));
-        None
     }
 }
