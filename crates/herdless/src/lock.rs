@@ -22,7 +22,7 @@ use std::ops::{Deref, DerefMut};
 use crossbeam_utils::Backoff;
 
 use crate::deadline::Deadline;
-use crate::stats::SlowCounter;
+use crate::stats::HeldCounter;
 use crate::sync::{AtomicU32, Ordering, UnsafeCell};
 use crate::sys;
 
@@ -36,7 +36,9 @@ const SPIN_ROUNDS: u32 = 7;
 /// A lock around `T` for wait lists: spin briefly, then park.
 pub(crate) struct SpinParkLock<T> {
     state: AtomicU32,
-    contended: SlowCounter,
+    /// Contended acquisitions, counted by the thread that then holds the
+    /// lock (no locked add on the lock's line by a thread still waiting).
+    contended: HeldCounter,
     data: UnsafeCell<T>,
 }
 
@@ -57,7 +59,7 @@ impl<T> SpinParkLock<T> {
     pub(crate) const fn new(data: T) -> Self {
         SpinParkLock {
             state: AtomicU32::new(UNLOCKED),
-            contended: SlowCounter::new(),
+            contended: HeldCounter::new(),
             data: UnsafeCell::new(data),
         }
     }
@@ -67,7 +69,7 @@ impl<T> SpinParkLock<T> {
     pub(crate) fn new(data: T) -> Self {
         SpinParkLock {
             state: AtomicU32::new(UNLOCKED),
-            contended: SlowCounter::new(),
+            contended: HeldCounter::new(),
             data: UnsafeCell::new(data),
         }
     }
@@ -89,7 +91,12 @@ impl<T> SpinParkLock<T> {
 
     #[cold]
     fn lock_contended(&self) {
-        self.contended.add(1);
+        self.acquire_contended();
+        // Held now: count under the lock.
+        self.contended.add_held(1);
+    }
+
+    fn acquire_contended(&self) {
         if !cfg!(loom) {
             let backoff = Backoff::new();
             for _ in 0..SPIN_ROUNDS {

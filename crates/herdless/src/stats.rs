@@ -10,8 +10,15 @@
 //!   load and store: no locked instruction, no shared cache line. Threads
 //!   beyond the owned slots share one extra slot with atomic adds. A slot is
 //!   returned when its thread exits; the next lessee keeps counting on top.
-//! - `SlowCounter`, for events that only happen on slow paths (a contended
-//!   lock acquisition): one atomic, one locked add, negligible there.
+//!   128 slots cover the lab's 64-thread rows: on 16 cores at 32 threads
+//!   the former 16 slots left half the threads adding into one shared line,
+//!   a contended line of its own (issue 23).
+//! - `SlowCounter`, for events that only happen on slow paths: the same
+//!   per-thread slots (it used to be one shared atomic, a contended line of
+//!   its own on 16 cores).
+//! - `HeldCounter`, for events counted while holding a lock (a contended
+//!   acquisition of the wait-list lock, counted by the thread that then
+//!   holds it): a plain load and store on a line the holder owns anyway.
 //!
 //! `sum` is exact once the counting threads have finished (joined) and
 //! approximate while they run. These are plain `std` atomics even under loom:
@@ -23,36 +30,41 @@ mod imp {
 
     use crossbeam_utils::CachePadded;
 
-    /// Slots that a thread owns exclusively (one bit each in `LEASED`).
-    pub const OWNED_SLOTS: usize = 16;
+    /// Slots that a thread owns exclusively (one bit each in `LEASED`):
+    /// enough for the lab's 64-thread rows and their helpers, so that no
+    /// two running threads share a slot on the machines it measures.
+    pub const OWNED_SLOTS: usize = 128;
     /// Index of the slot shared, with atomic adds, by threads without one.
     const SHARED_SLOT: usize = OWNED_SLOTS;
+    /// Bits of one lease word.
+    const WORD_BITS: usize = 64;
 
-    /// Bit i set: slot i is leased to a live thread.
-    static LEASED: AtomicU64 = AtomicU64::new(0);
+    /// Bit i of word w set: slot 64w + i is leased to a live thread.
+    static LEASED: [AtomicU64; OWNED_SLOTS / WORD_BITS] =
+        [const { AtomicU64::new(0) }; OWNED_SLOTS / WORD_BITS];
 
     struct Lease(usize);
 
     impl Lease {
         fn take() -> Lease {
-            // Acquire pairs with the Release in `drop`: the previous
-            // lessee's plain stores to the slot happen-before ours.
-            let mut leased = LEASED.load(Ordering::Relaxed);
-            loop {
-                let free = (!leased).trailing_zeros() as usize;
-                if free >= OWNED_SLOTS {
-                    return Lease(SHARED_SLOT);
-                }
-                match LEASED.compare_exchange_weak(
-                    leased,
-                    leased | (1 << free),
-                    Ordering::Acquire,
-                    Ordering::Relaxed,
-                ) {
-                    Ok(_) => return Lease(free),
-                    Err(now) => leased = now,
+            for (w, word) in LEASED.iter().enumerate() {
+                // Acquire pairs with the Release in `drop`: the previous
+                // lessee's plain stores to the slot happen-before ours.
+                let mut leased = word.load(Ordering::Relaxed);
+                while leased != u64::MAX {
+                    let free = (!leased).trailing_zeros() as usize;
+                    match word.compare_exchange_weak(
+                        leased,
+                        leased | (1 << free),
+                        Ordering::Acquire,
+                        Ordering::Relaxed,
+                    ) {
+                        Ok(_) => return Lease(w * WORD_BITS + free),
+                        Err(now) => leased = now,
+                    }
                 }
             }
+            Lease(SHARED_SLOT)
         }
     }
 
@@ -60,7 +72,8 @@ mod imp {
         fn drop(&mut self) {
             if self.0 < OWNED_SLOTS {
                 // Release: see `take`.
-                LEASED.fetch_and(!(1 << self.0), Ordering::Release);
+                LEASED[self.0 / WORD_BITS]
+                    .fetch_and(!(1 << (self.0 % WORD_BITS)), Ordering::Release);
             }
         }
     }
@@ -115,18 +128,27 @@ mod imp {
         }
     }
 
-    /// A slow-path event counter: one shared atomic.
-    #[derive(Debug, Default)]
-    pub struct SlowCounter(AtomicU64);
+    /// A slow-path event counter: the same per-thread slots as
+    /// [`Counter`] (a shared atomic here was one more contended line on 16
+    /// cores, issue 23).
+    pub type SlowCounter = Counter;
 
-    impl SlowCounter {
+    /// A count kept by a lock's holder, in the lock's own data: written
+    /// only under the lock (a plain load and store, no locked instruction,
+    /// on a line the holder owns anyway), read by anyone.
+    #[derive(Debug, Default)]
+    pub struct HeldCounter(AtomicU64);
+
+    impl HeldCounter {
         pub const fn new() -> Self {
-            SlowCounter(AtomicU64::new(0))
+            HeldCounter(AtomicU64::new(0))
         }
 
+        /// Counts `n`; the caller holds the lock that guards this count.
         #[inline]
-        pub fn add(&self, n: u64) {
-            self.0.fetch_add(n, Ordering::Relaxed);
+        pub fn add_held(&self, n: u64) {
+            self.0
+                .store(self.0.load(Ordering::Relaxed) + n, Ordering::Relaxed);
         }
 
         pub fn sum(&self) -> u64 {
@@ -161,24 +183,27 @@ mod imp {
 
     /// A counter that counts nothing (the `stats` feature is off).
     #[derive(Debug, Default)]
-    pub struct SlowCounter;
+    pub struct HeldCounter;
 
-    impl SlowCounter {
+    impl HeldCounter {
         pub const fn new() -> Self {
-            SlowCounter
+            HeldCounter
         }
 
         #[inline(always)]
-        pub fn add(&self, _n: u64) {}
+        pub fn add_held(&self, _n: u64) {}
 
         pub fn sum(&self) -> u64 {
             0
         }
     }
+
+    /// A counter that counts nothing (the `stats` feature is off).
+    pub type SlowCounter = Counter;
 }
 
 #[allow(unused_imports)]
-pub(crate) use imp::{Counter, SlowCounter, OWNED_SLOTS};
+pub(crate) use imp::{Counter, HeldCounter, SlowCounter, OWNED_SLOTS};
 
 /// Whether the crate was built with the `stats` feature (counters read 0
 /// otherwise).
