@@ -427,3 +427,128 @@ fn notify_all_after_the_unlock_moves_waiters_onto_a_free_mutex_safely() {
         assert_eq!(FutexTable::global().total_waiters(), 0);
     });
 }
+
+/// The waking unlock hands WAKING to the thread it wakes; here the
+/// unlocker takes the lock straight back (a running thread barging), so the
+/// woken thread finds it held and must park again, at the head, giving
+/// WAKING back under the bucket lock; the barger's unlock must then wake it
+/// again. Two sleepers make a second unlock meet WAKING set (no second
+/// wake) too. Nobody is stranded (a loom deadlock) and nobody gets in
+/// twice (the count). Mutations checked: a woken thread that parks again
+/// without clearing WAKING deadlocks here and in the next model; a waking
+/// unlock that finds nobody queued and keeps WAKING set deadlocks
+/// `a_waiter_on_a_second_mutex_is_never_requeued_onto_the_first`.
+#[test]
+fn woken_thread_that_loses_the_race_is_woken_again() {
+    model(2, || {
+        let shared = Arc::new((RawMutex::new(), AtomicU32::new(0)));
+        let threads: Vec<_> = (0..2)
+            .map(|_| {
+                let shared = shared.clone();
+                thread::spawn(move || {
+                    let (m, count) = &*shared;
+                    m.acquire();
+                    let n = count.load(Ordering::Relaxed);
+                    count.store(n + 1, Ordering::Relaxed);
+                    // SAFETY: we hold `m`.
+                    unsafe { m.release() };
+                })
+            })
+            .collect();
+        let (m, count) = &*shared;
+        for _ in 0..2 {
+            m.acquire();
+            let n = count.load(Ordering::Relaxed);
+            count.store(n + 1, Ordering::Relaxed);
+            // SAFETY: we hold `m`.
+            unsafe { m.release() };
+        }
+        for t in threads {
+            t.join().unwrap();
+        }
+        assert_eq!(count.load(Ordering::Relaxed), 4);
+        assert!(!m.is_held());
+        assert_eq!(m.waiters(), 0);
+        assert_eq!(FutexTable::global().total_waiters(), 0);
+    });
+}
+
+/// A fair unlock while a woken thread is awake (WAKING set by an earlier
+/// unlock): the lock goes to the oldest sleeper still held, the awake one
+/// parks again, and every thread finishes.
+#[test]
+fn fair_unlock_beside_an_awake_woken_thread_strands_nobody() {
+    model(2, || {
+        let shared = Arc::new((RawMutex::new(), AtomicU32::new(0)));
+        let threads: Vec<_> = (0..2)
+            .map(|_| {
+                let shared = shared.clone();
+                thread::spawn(move || {
+                    let (m, count) = &*shared;
+                    m.acquire();
+                    let n = count.load(Ordering::Relaxed);
+                    count.store(n + 1, Ordering::Relaxed);
+                    // SAFETY: we hold `m`.
+                    unsafe { m.release_fair() };
+                })
+            })
+            .collect();
+        let (m, count) = &*shared;
+        m.acquire();
+        let n = count.load(Ordering::Relaxed);
+        count.store(n + 1, Ordering::Relaxed);
+        // SAFETY: we hold `m`.
+        unsafe { m.release() };
+        for t in threads {
+            t.join().unwrap();
+        }
+        assert_eq!(count.load(Ordering::Relaxed), 3);
+        assert!(!m.is_held());
+        assert_eq!(FutexTable::global().total_waiters(), 0);
+    });
+}
+
+/// A woken thread that keeps losing the lock to a running thread (under
+/// loom it never spins, so its budget is spent at once) asks for the lock
+/// (ASKING); an unlock that sees the request takes the lock back and
+/// gives it to the asker (HANDED), which takes it over, or the asker
+/// withdraws the request as it parks again. Nobody is stranded, the count
+/// is exact, and no request or gift outlives the run (the word reads 0
+/// at the end, so a last lock and unlock take the fast paths). Bound 3:
+/// the sleeper must run between three of the barger's iterations.
+/// Mutation checked: a woken thread that parks without looking for HANDED
+/// deadlocks here.
+#[test]
+fn woken_thread_that_asks_is_given_the_lock() {
+    model(3, || {
+        let shared = Arc::new((RawMutex::new(), AtomicU32::new(0)));
+        let sleeper = {
+            let shared = shared.clone();
+            thread::spawn(move || {
+                let (m, count) = &*shared;
+                m.acquire();
+                let n = count.load(Ordering::Relaxed);
+                count.store(n + 1, Ordering::Relaxed);
+                // SAFETY: we hold `m`.
+                unsafe { m.release() };
+            })
+        };
+        let (m, count) = &*shared;
+        for _ in 0..4 {
+            m.acquire();
+            let n = count.load(Ordering::Relaxed);
+            count.store(n + 1, Ordering::Relaxed);
+            // SAFETY: we hold `m`.
+            unsafe { m.release() };
+        }
+        sleeper.join().unwrap();
+        assert_eq!(count.load(Ordering::Relaxed), 5);
+        assert!(!m.is_held());
+        assert_eq!(m.waiters(), 0);
+        assert_eq!(FutexTable::global().total_waiters(), 0);
+        assert!(m.try_acquire());
+        // SAFETY: we hold `m`.
+        unsafe { m.release() };
+        assert!(!m.is_held());
+    });
+}

@@ -80,6 +80,6 @@ mod table;
 mod waiter;
 
 pub use error::{FutexError, RequeueError, WaitError};
-pub(crate) use park::{Parked, RequeueOp, Unparked};
+pub(crate) use park::{ParkHow, Parked, RequeueOp, Unparked};
 pub(crate) use table::address;
 pub use table::{FutexStats, FutexTable, Requeued, Woken};

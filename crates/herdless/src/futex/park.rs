@@ -27,7 +27,7 @@ use super::waiter::{with_record, Keyed, Waiter};
 use crate::deadline::Deadline;
 use crate::parker;
 use crate::sync::{fence, Ordering};
-use crate::util::waiter::{Slept, GRANTED};
+use crate::util::waiter::{Slept, GRANTED, SPIN_FOR_GRANT};
 use crate::util::wake_list::WakeList;
 
 /// How a [`FutexTable::park`] ended.
@@ -70,6 +70,36 @@ pub(crate) struct RequeueOp {
     pub(crate) requeue: usize,
 }
 
+/// How a [`FutexTable::park`] waits, beyond its key and callbacks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct ParkHow {
+    /// When to give up.
+    pub(crate) deadline: Deadline,
+    /// Check `validate` and return [`Parked::TimedOut`] without queueing
+    /// (a zero timeout).
+    pub(crate) try_only: bool,
+    /// Queue ahead of every waiter of the bucket instead of behind them: a
+    /// mutex sleeper that was woken and lost the lock to a running thread
+    /// goes back to the head, where it was (FIFO among sleepers is kept).
+    pub(crate) front: bool,
+    /// Looks at the grant word before the first sleep (see
+    /// `Waiter::sleep_watching`).
+    pub(crate) watch: u32,
+}
+
+impl ParkHow {
+    /// Queue at the tail, watch the grant the default time, give up at
+    /// `deadline`.
+    pub(crate) fn until(deadline: Deadline) -> Self {
+        ParkHow {
+            deadline,
+            try_only: false,
+            front: false,
+            watch: SPIN_FOR_GRANT,
+        }
+    }
+}
+
 /// Cancels a queued record if `before_sleep` unwinds: the record lives on
 /// the unwinding frame and must leave the list first (running the
 /// caller's `timed_out`, which keeps its bookkeeping true).
@@ -93,11 +123,12 @@ impl FutexTable {
     ///
     /// 1. Announce on the key's bucket, fence (A), take the bucket lock.
     /// 2. `validate()` under the lock; `false` returns [`Parked::Invalid`].
-    ///    With `try_only`, a valid park returns [`Parked::TimedOut`] without
-    ///    queueing (a zero timeout).
-    /// 3. Queue at the tail, drop the lock, run `before_sleep()`.
+    ///    With `how.try_only`, a valid park returns [`Parked::TimedOut`]
+    ///    without queueing (a zero timeout).
+    /// 3. Queue at the tail (the head with `how.front`), drop the lock, run
+    ///    `before_sleep()`.
     /// 4. Sleep until an unpark grants the record ([`Parked::Unparked`]
-    ///    with its token), or until `deadline`: then, under the lock of the
+    ///    with its token), or until `how.deadline`: then, under the lock of the
     ///    bucket the record is on now (a requeue may have moved it), a grant
     ///    that got there first wins (ARCHITECTURE contract 4); otherwise
     ///    the record leaves and `timed_out(key, was_last)` runs under that
@@ -107,15 +138,13 @@ impl FutexTable {
     /// `validate` and `timed_out` run under a bucket lock: they must not
     /// use this table. If `before_sleep` unwinds, the record leaves the
     /// list before the unwinding continues.
-    #[allow(clippy::too_many_arguments)]
     pub(crate) fn park(
         &self,
         key: usize,
         validate: impl FnOnce() -> bool,
         before_sleep: impl FnOnce(),
         timed_out: impl FnOnce(usize, bool),
-        deadline: Deadline,
-        try_only: bool,
+        how: ParkHow,
     ) -> Parked {
         self.counters.waits.add(1);
         let index = self.index(key);
@@ -131,7 +160,7 @@ impl FutexTable {
             bucket.withdraw(1);
             return Parked::Invalid;
         }
-        if try_only {
+        if how.try_only {
             drop(queue);
             bucket.withdraw(1);
             return Parked::TimedOut;
@@ -148,7 +177,13 @@ impl FutexTable {
                 // the last touch) or after we removed it ourselves under its
                 // bucket lock (`cancel`, also on an unwinding
                 // `before_sleep`).
-                unsafe { queue.list.push_back(node) };
+                unsafe {
+                    if how.front {
+                        queue.list.push_front(node)
+                    } else {
+                        queue.list.push_back(node)
+                    }
+                };
                 drop(queue);
 
                 let mut guard = CancelOnUnwind {
@@ -163,7 +198,8 @@ impl FutexTable {
                     .expect("taken only here or on unwind");
                 drop(guard);
 
-                match waiter.sleep(parker, deadline, || None::<Infallible>) {
+                match waiter.sleep_watching(parker, how.deadline, how.watch, || None::<Infallible>)
+                {
                     Slept::Granted(token) => Parked::Unparked {
                         token,
                         // Relaxed: written under a bucket lock before the
@@ -232,7 +268,7 @@ impl FutexTable {
     /// Wakes up to `max` waiters of `key`, oldest first, granting
     /// [`GRANTED`]; returns how many. Takes the lock unless the policy's
     /// lock-free check finds nobody.
-    pub(super) fn unpark(&self, key: usize, max: usize) -> usize {
+    pub(crate) fn unpark(&self, key: usize, max: usize) -> usize {
         let index = self.index(key);
         if self.nobody_waits(index) {
             self.counters.wakes_skipped.add(1);

@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use super::bucket::{Bucket, KeyedCursor};
 use super::error::{FutexError, RequeueError, WaitError};
-use super::park::{Parked, RequeueOp};
+use super::park::{ParkHow, Parked, RequeueOp};
 use crate::deadline::Deadline;
 use crate::stats::Counter;
 use crate::sync::{AtomicU32, Ordering};
@@ -238,8 +238,10 @@ impl FutexTable {
             || word.load(Ordering::Relaxed) == expected,
             || {},
             |_, _| {},
-            Deadline::after(timeout),
-            timeout == Some(Duration::ZERO),
+            ParkHow {
+                try_only: timeout == Some(Duration::ZERO),
+                ..ParkHow::until(Deadline::after(timeout))
+            },
         );
         match parked {
             Parked::Unparked { .. } => Ok(Woken),

@@ -128,6 +128,30 @@ impl<T: Link> LinkedList<T> {
         self.len += 1;
     }
 
+    /// Prepends `node`: it becomes the oldest (a mutex waiter that was
+    /// woken and lost the race for the lock goes back to where it was).
+    ///
+    /// # Safety
+    /// As for [`push_back`](Self::push_back).
+    pub(crate) unsafe fn push_front(&mut self, node: NonNull<T>) {
+        let head = self.head;
+        // SAFETY: `node` is live and ours to link (caller contract).
+        unsafe {
+            links(node, |l| {
+                l.prev = None;
+                l.next = head;
+            })
+        };
+        match head {
+            // SAFETY: the head is in this list, hence live. Its `prev` was
+            // left stale when it became the head (see `remove`): set it.
+            Some(head) => unsafe { links(head, |l| l.prev = Some(node)) },
+            None => self.tail = Some(node),
+        }
+        self.head = Some(node);
+        self.len += 1;
+    }
+
     /// Removes and returns the oldest node.
     pub(crate) fn pop_front(&mut self) -> Option<NonNull<T>> {
         let head = self.head?;

@@ -57,7 +57,7 @@ const WAITING: u32 = 0;
 /// Looks at the grant word (each followed by a spin-loop hint, about 27 ns
 /// on the lab's machine) before a waiter parks: about the time a running
 /// notifier or unlocker on another CPU needs to get to it.
-const SPIN_FOR_GRANT: u32 = 400;
+pub(crate) const SPIN_FOR_GRANT: u32 = 400;
 
 /// The plain grant token: "you were woken" (futex), "you hold the lock"
 /// (rwsem), "you were chosen" (wait queue).
@@ -178,9 +178,24 @@ impl<P, W: Wake + Clone> Waiter<P, W> {
         &self,
         parker: &Parker,
         deadline: Deadline,
+        on_wakeup: impl FnMut() -> Option<R>,
+    ) -> Slept<R> {
+        self.sleep_watching(parker, deadline, SPIN_FOR_GRANT, on_wakeup)
+    }
+
+    /// [`sleep`](Self::sleep), watching the grant word `watch` times
+    /// (instead of the default) before the first park: a mutex sleeper,
+    /// whose grant waits for an unlock that may be far off, watches less
+    /// than a condvar or queue waiter, whose grant a running peer is about
+    /// to give.
+    pub(crate) fn sleep_watching<R>(
+        &self,
+        parker: &Parker,
+        deadline: Deadline,
+        watch: u32,
         mut on_wakeup: impl FnMut() -> Option<R>,
     ) -> Slept<R> {
-        if let Some(token) = self.spin_for_grant() {
+        if let Some(token) = self.spin_for_grant(watch) {
             return Slept::Granted(token);
         }
         loop {
@@ -210,11 +225,11 @@ impl<P, W: Wake + Clone> Waiter<P, W> {
     /// herdless's 35 on a 1-producer, 1-consumer queue of 64 before this.
     /// Only loads of the record's own word: nothing is written that a waker
     /// or another waiter reads.
-    fn spin_for_grant(&self) -> Option<NonZeroU32> {
+    fn spin_for_grant(&self, watch: u32) -> Option<NonZeroU32> {
         if cfg!(loom) {
             return None;
         }
-        for _ in 0..SPIN_FOR_GRANT {
+        for _ in 0..watch {
             if let Some(token) = self.granted() {
                 return Some(token);
             }

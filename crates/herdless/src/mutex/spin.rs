@@ -1,0 +1,132 @@
+//! How long a thread that finds the mutex held keeps trying before it
+//! sleeps: rounds of exponential spinning (1, 2, 4, ... spin-loop hints),
+//! then some `yield_now`s, then give up (park).
+//!
+//! Who spins is the protocol's business (`raw.rs`: a thread spins while
+//! nobody sleeps, and the one woken thread always does); this file only
+//! says for how long. The budget depends on the machine: on many CPUs the
+//! holder is almost always running on another one and is about to unlock,
+//! so pure spinning pays and a `yield_now` (a system call that finds
+//! nothing else to run) is wasted; on 2 CPUs with 8–32 threads the holder
+//! is often descheduled, and yielding lets it run (the lab's `locks`
+//! experiment measured std's 100 spinning loads at 1.4× the CPU per
+//! operation of parking_lot's yields there, and convoys).
+
+use std::sync::OnceLock;
+
+/// The spin budget of one acquisition.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct SpinBudget {
+    /// Rounds of exponential spinning: round `r` spins `2^r` hints.
+    pub(super) pause_rounds: u32,
+    /// `yield_now` calls after the spinning rounds.
+    pub(super) yields: u32,
+    /// Whether a thread that is not the woken one spins although sleepers
+    /// are queued (it may then take the lock ahead of them).
+    pub(super) spin_past_sleepers: bool,
+    /// How many times a sleeper looks at its grant word before the first
+    /// futex wait.
+    pub(super) watch: u32,
+    /// Whether a woken thread that spun in vain asks the next unlock for
+    /// the lock (ASKING, see `raw.rs`).
+    pub(super) ask: bool,
+    /// Whether a woken thread that lost goes back to the head of the queue
+    /// (else to the tail, as std's and parking_lot's do).
+    pub(super) front: bool,
+}
+
+impl SpinBudget {
+    /// The budget for this machine (`HERDLESS_MUTEX_TUNING` overrides it
+    /// for experiments: `pause=R,yield=Y,past=0|1,watch=W,ask=0|1,front=0|1`).
+    pub(super) fn get() -> &'static SpinBudget {
+        static BUDGET: OnceLock<SpinBudget> = OnceLock::new();
+        BUDGET.get_or_init(|| {
+            let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+            let mut budget = SpinBudget::for_cpus(cpus);
+            if let Ok(text) = std::env::var("HERDLESS_MUTEX_TUNING") {
+                budget.apply(&text);
+            }
+            budget
+        })
+    }
+
+    fn for_cpus(cpus: usize) -> SpinBudget {
+        if cpus <= 2 {
+            // parking_lot_core's `SpinWait` shape, ten yields instead of
+            // seven (lab README, `locks`).
+            SpinBudget {
+                pause_rounds: 4,
+                yields: 10,
+                spin_past_sleepers: false,
+                watch: 400,
+                ask: true,
+                front: true,
+            }
+        } else {
+            // Spin past sleepers too, as Go's `sync.Mutex` does: with
+            // sleepers queued most of the time (a condvar's requeued
+            // waiters), a newcomer that parks at once turns every hand-off
+            // into a wake. STARVING keeps that fair. Measured on 16 cores
+            // (issue 23): the bounded queue 4/4 cap 16 went from 0.82× to
+            // 2.19× std, 16/16 cap 4 from 0.35× to 1.50×.
+            SpinBudget {
+                pause_rounds: 7,
+                yields: 0,
+                spin_past_sleepers: true,
+                watch: 400,
+                ask: true,
+                front: true,
+            }
+        }
+    }
+
+    fn apply(&mut self, text: &str) {
+        for pair in text.split(',') {
+            let Some((name, value)) = pair.split_once('=') else {
+                continue;
+            };
+            let Ok(value) = value.trim().parse::<u32>() else {
+                continue;
+            };
+            match name.trim() {
+                "pause" => self.pause_rounds = value.min(16),
+                "yield" => self.yields = value,
+                "past" => self.spin_past_sleepers = value != 0,
+                "watch" => self.watch = value,
+                "ask" => self.ask = value != 0,
+                "front" => self.front = value != 0,
+                _ => {}
+            }
+        }
+    }
+}
+
+/// One acquisition's progress through its [`SpinBudget`].
+pub(super) struct SpinWait {
+    rounds: u32,
+}
+
+impl SpinWait {
+    pub(super) const fn new() -> Self {
+        SpinWait { rounds: 0 }
+    }
+
+    /// Spins or yields once; `false` once the budget is spent (time to
+    /// park). Under loom it never spins: loom explores the parking paths.
+    pub(super) fn spin(&mut self, budget: &SpinBudget) -> bool {
+        if cfg!(loom) {
+            return false;
+        }
+        if self.rounds < budget.pause_rounds {
+            for _ in 0..1u32 << self.rounds {
+                std::hint::spin_loop();
+            }
+        } else if self.rounds < budget.pause_rounds + budget.yields {
+            std::thread::yield_now();
+        } else {
+            return false;
+        }
+        self.rounds += 1;
+        true
+    }
+}
