@@ -54,12 +54,14 @@
 //! once that waiter has left). A notify that does not hold the mutex races
 //! the wait, and may be ordered before it.
 
+mod cascade;
+
 use std::time::Duration;
 #[cfg(not(loom))]
 use std::time::Instant;
 
 use crate::deadline::Deadline;
-use crate::futex::{address, FutexTable, Parked, RequeueOp};
+use crate::futex::{address, FutexTable, ParkHow, Parked, RequeueOp};
 use crate::mutex::{RawMutex, HANDOFF};
 use crate::sync::{AtomicU32, AtomicUsize, Ordering};
 use crate::util::waiter::GRANTED;
@@ -154,10 +156,10 @@ impl RawCondvar {
             // to notifications.
             || unsafe { mutex.release() },
             |key_now, was_last| {
-                // Timed out on the mutex word: a notify had already moved
-                // us there, so we were notified.
+                // Timed out on the mutex word or in a notify_all's batch: a
+                // notify had already moved us there, so we were notified.
                 requeued = key_now != key;
-                if was_last {
+                if was_last && !cascade::is_batch(key_now) {
                     if requeued {
                         // The mutex's last sleeper left: PARKED is exact
                         // (under the mutex word's bucket lock, held here).
@@ -168,8 +170,7 @@ impl RawCondvar {
                     }
                 }
             },
-            Deadline::after(timeout),
-            false,
+            ParkHow::until(Deadline::after(timeout)),
         );
         match parked {
             Parked::Unparked {
@@ -180,14 +181,22 @@ impl RawCondvar {
                 // moved us there; never off another mutex (module docs).
                 if cfg!(any(loom, debug_assertions)) {
                     assert!(
-                        woken_on == key || woken_on == mutex_key,
+                        woken_on == key || woken_on == mutex_key || cascade::is_batch(woken_on),
                         "a condvar waiter was moved onto a mutex it does not use"
                     );
                 }
+                if cascade::is_batch(woken_on) {
+                    // Woken off a notify_all's batch: wake the next ones
+                    // before anything else (see `cascade`).
+                    FutexTable::global().unpark(woken_on, cascade::fan_out());
+                }
                 // Moved onto the mutex, then handed it by its unlock: it
-                // is ours already.
-                if token != HANDOFF {
-                    mutex.acquire();
+                // is ours already. Woken off the mutex word without it: the
+                // waking unlock made us its one awake contender (WAKING).
+                match token {
+                    HANDOFF => {}
+                    _ if woken_on == mutex_key => mutex.acquire_woken(),
+                    _ => mutex.acquire(),
                 }
                 false
             }
@@ -226,6 +235,9 @@ impl RawCondvar {
     /// Notifies up to `n` waiters (1 or all).
     #[cold]
     fn notify(&self, n: usize) -> usize {
+        if n == usize::MAX && cascade::fan_out() > 0 {
+            return self.notify_all_cascade();
+        }
         let table = FutexTable::global();
         let key = self.key();
         loop {
@@ -279,6 +291,38 @@ impl RawCondvar {
                 return done.woken + done.requeued;
             }
         }
+    }
+
+    /// `notify_all` by a wake cascade (see `cascade`): every waiter queued
+    /// now moves to a fresh batch key, and the first `fan_out` of them are
+    /// woken; each woken one wakes on. Returns how many were moved.
+    fn notify_all_cascade(&self) -> usize {
+        let table = FutexTable::global();
+        let batch = cascade::batch_key();
+        let done = table.unpark_requeue(
+            self.key(),
+            batch,
+            || {
+                // Under both bucket locks. Every waiter, whatever its mutex:
+                // each takes its own back when woken.
+                // Relaxed: `state` is guarded by the condvar's bucket lock.
+                (self.state.load(Ordering::Relaxed) != NO_WAITERS).then_some(RequeueOp {
+                    wake: 0,
+                    requeue: usize::MAX,
+                })
+            },
+            |_, have_more| {
+                if !have_more {
+                    // Relaxed: under the condvar's bucket lock.
+                    self.state.store(NO_WAITERS, Ordering::Relaxed);
+                }
+            },
+        );
+        let moved = done.map_or(0, |done| done.requeued);
+        if moved > 0 {
+            table.unpark(batch, cascade::fan_out());
+        }
+        moved
     }
 
     /// Wakes up to `n` waiters of a condvar used with several mutexes: they
