@@ -1,0 +1,132 @@
+//! Section "an occasional locker beside busy ones" (issue 23's fairness
+//! check): `hogs` threads take the lock in parking_lot's 1/0 loop while
+//! one more thread takes it once per millisecond and times each wait, from
+//! the call to `lock` until it holds the lock. A lock that buys throughput
+//! by letting running threads barge forever shows here as a long tail.
+//!
+//! Metrics: the occasional locker's wait, p99 (primary), p50 and the
+//! longest, in µs, over `interval_ms` (about one acquisition per ms); and
+//! the hogs' acquisitions per second, to show what the tail was traded
+//! for. Every acquisition bumps a counter under the lock, checked against
+//! the threads' own counts (a broken lock is never a fast one).
+
+use std::hint::black_box;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+
+use super::monitor::Monitor;
+use super::Workload;
+use crate::harness::gang::gang_with;
+use crate::harness::{Case, LabError, Sample};
+
+/// Parameters of one row.
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct Params {
+    /// Threads taking the lock back to back.
+    pub hogs: usize,
+    /// How long the occasional locker keeps coming back, in milliseconds.
+    pub interval_ms: u64,
+}
+
+/// What the lock protects.
+#[derive(Default)]
+pub struct Shared {
+    value: u64,
+    acquisitions: u64,
+}
+
+/// The workload.
+pub struct Occasional;
+
+/// The `q`-quantile of sorted `waits` (nearest rank).
+fn quantile(sorted: &[u64], q: f64) -> u64 {
+    let rank = ((q * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len());
+    sorted[rank - 1]
+}
+
+impl Workload for Occasional {
+    type Params = Params;
+    type Value = Shared;
+
+    fn measure<M: Monitor<Shared>>(case: &Case<Params>) -> Result<Sample, LabError> {
+        let p = case.params;
+        let monitor = M::boxed(Shared::default())?;
+        let monitor = &*monitor;
+        let stop = AtomicBool::new(false);
+        let hog_ops = AtomicU64::new(0);
+        let mut waits_ns: Vec<u64> = Vec::with_capacity(p.interval_ms as usize + 1);
+        let mut hog_seconds = 0.0;
+        // The occasional locker runs beside the gang on this thread; the
+        // hogs stop when it is done.
+        let occasional = || {
+            let start = Instant::now();
+            let end = start + Duration::from_millis(p.interval_ms);
+            let mut next = start;
+            while Instant::now() < end {
+                next += Duration::from_millis(1);
+                let asked = Instant::now();
+                monitor.with(|s| {
+                    waits_ns.push(asked.elapsed().as_nanos() as u64);
+                    s.acquisitions += 1;
+                });
+                if let Some(rest) = next.checked_duration_since(Instant::now()) {
+                    std::thread::sleep(rest);
+                }
+            }
+            hog_seconds = start.elapsed().as_secs_f64();
+            stop.store(true, Ordering::Relaxed);
+        };
+        let hog = |_: usize| {
+            let mut value = 0u64;
+            let mut iterations = 0u64;
+            while !stop.load(Ordering::Relaxed) {
+                monitor.with(|s| {
+                    s.value = s.value.wrapping_add(value | 1);
+                    value = s.value;
+                    s.acquisitions += 1;
+                });
+                iterations += 1;
+            }
+            black_box(value);
+            hog_ops.fetch_add(iterations, Ordering::Relaxed);
+        };
+        gang_with(p.hogs, hog, occasional)?;
+
+        let under_lock = monitor.with(|s| s.acquisitions);
+        let counted = hog_ops.load(Ordering::Relaxed) + waits_ns.len() as u64;
+        if under_lock != counted {
+            return Err(LabError::Sample(format!(
+                "{counted} acquisitions counted by the threads, {under_lock} under the lock: \
+                 the lock is broken"
+            )));
+        }
+        if waits_ns.is_empty() {
+            return Err(LabError::Sample("the occasional locker never ran".into()));
+        }
+        waits_ns.sort_unstable();
+        let us = |ns: u64| ns as f64 / 1e3;
+        Ok(Sample::new()
+            .with("p99_wait_us", us(quantile(&waits_ns, 0.99)))
+            .with("p50_wait_us", us(quantile(&waits_ns, 0.5)))
+            .with("max_wait_us", us(*waits_ns.last().expect("not empty")))
+            .with(
+                "hog_ops_per_s",
+                hog_ops.load(Ordering::Relaxed) as f64 / hog_seconds,
+            ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::quantile;
+
+    #[test]
+    fn quantiles_are_nearest_rank() {
+        let v: Vec<u64> = (1..=100).collect();
+        assert_eq!(quantile(&v, 0.99), 99);
+        assert_eq!(quantile(&v, 0.5), 50);
+        assert_eq!(quantile(&[7], 0.99), 7);
+    }
+}
