@@ -123,6 +123,19 @@ pub type Mutex<T> = lock_api::Mutex<RawMutex, T>;
 /// The guard of [`Mutex`].
 #[cfg(not(loom))]
 pub type MutexGuard<'a, T> = lock_api::MutexGuard<'a, RawMutex, T>;
+/// A [`MutexGuard`] narrowed to a part of the data by `MutexGuard::map`.
+///
+/// ```
+/// use herdless::{MappedMutexGuard, Mutex, MutexGuard};
+///
+/// let pair = Mutex::new((1, String::from("one")));
+/// let mut name: MappedMutexGuard<'_, String> = MutexGuard::map(pair.lock(), |p| &mut p.1);
+/// name.push('!');
+/// drop(name); // the whole mutex is released
+/// assert_eq!(pair.lock().1, "one!");
+/// ```
+#[cfg(not(loom))]
+pub type MappedMutexGuard<'a, T> = lock_api::MappedMutexGuard<'a, RawMutex, T>;
 
 impl Default for RawMutex {
     fn default() -> Self {
