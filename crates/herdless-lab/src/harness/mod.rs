@@ -5,8 +5,9 @@
 //! measure one case once and return a [`Sample`]) and ratio columns with
 //! optional targets. The [`runner`] repeats, interleaves, re-measures noisy
 //! rows and aggregates, noting how busy the machine was ([`disturbance`]);
-//! the result is a plain [`Report`] ([`report`], [`machine`]) that
-//! [`verdict`] judges against the targets, that [`table`] (with [`grid`],
+//! the result is a plain [`Report`] ([`report`], [`machine`], its ratio
+//! values [`quotient`] and its verdicts' [`outcome`]) that [`verdict`]
+//! judges against the targets, that [`table`] (with [`grid`],
 //! [`format`](mod@format) and [`wrap`]), [`plot`], [`html`], [`summary`] and [`json`]
 //! render, and that [`compare`] compares across runs; [`narrative`] words
 //! each section's outcome and [`progress`] draws the bar. [`output`]
@@ -48,10 +49,12 @@ pub mod html;
 pub mod json;
 pub mod machine;
 pub mod narrative;
+pub mod outcome;
 pub mod output;
 pub mod patience;
 pub mod plot;
 pub mod progress;
+pub mod quotient;
 pub mod rank_test;
 pub mod report;
 pub mod runner;

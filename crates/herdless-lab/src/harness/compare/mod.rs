@@ -32,10 +32,11 @@ pub use render::render;
 
 use super::disturbance::Conditions;
 use super::format::describe_bound;
+use super::outcome::{Confidence, Outcome};
+use super::quotient::Quotient;
 use super::rank_test;
-use super::report::{Quotient, Report, SectionReport};
+use super::report::{Report, SectionReport};
 use super::stats::Summary;
-use super::verdict::{Confidence, Outcome};
 
 /// The p-value at or below which a difference is more than noise.
 pub const SIGNIFICANCE: f64 = 0.01;
