@@ -14,7 +14,8 @@
 //! claims the output paths before a run, [`console`] writes to stdout, and
 //! [`toy`] is the deterministic experiment the tests run.
 //! [`gang`](mod@gang), [`asleep`] and [`rusage`] are the measuring tools
-//! variants use, so no experiment writes a timing loop of its own.
+//! variants use, so no experiment writes a timing loop of its own, and
+//! [`scratch`] makes the files they read.
 //!
 //! # Adding an experiment
 //! ```text
@@ -59,6 +60,7 @@ pub mod rank_test;
 pub mod report;
 pub mod runner;
 pub mod rusage;
+pub mod scratch;
 pub mod spec;
 pub mod stats;
 pub mod summary;
