@@ -177,7 +177,29 @@ pub struct RatioReport {
     pub outcome: Option<Outcome>,
 }
 
+impl MetricInfo {
+    /// `time_ms (ms, lower is better)`: how every output names a metric.
+    pub fn heading(&self) -> String {
+        let better = if self.lower_is_better {
+            "lower"
+        } else {
+            "higher"
+        };
+        format!("{} ({}, {better} is better)", self.name, self.unit)
+    }
+}
+
 impl RatioReport {
+    /// The smallest and the largest value over the cases (`0/0` and
+    /// missing ones left out); `None` without any.
+    pub fn range(&self) -> Option<(f64, f64)> {
+        let values = self.values.iter().flatten().filter_map(|q| q.value());
+        values.fold(None, |range, v| match range {
+            None => Some((v, v)),
+            Some((lo, hi)) => Some((f64::min(lo, v), f64::max(hi, v))),
+        })
+    }
+
     /// `num/den`, with the metric when it is not the primary one.
     pub fn name(&self) -> String {
         match &self.metric {

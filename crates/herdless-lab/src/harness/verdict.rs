@@ -364,24 +364,16 @@ impl SectionReport {
         }
         if lines.is_empty() {
             if let Some(r) = self.ratios.first() {
-                let values: Vec<f64> = r
-                    .values
-                    .iter()
-                    .flatten()
-                    .filter_map(|q| q.value())
-                    .collect();
-                let lo = values.iter().copied().reduce(f64::min);
-                let hi = values.iter().copied().reduce(f64::max);
-                match (lo, hi) {
-                    (Some(lo), Some(hi)) => lines.push(format!(
+                lines.push(match r.range() {
+                    Some((lo, hi)) => format!(
                         "{} from {} to {} over {}",
                         r.name(),
                         fmt_ratio(lo),
                         fmt_ratio(hi),
                         self.param
-                    )),
-                    _ => lines.push(format!("{}: no data", r.name())),
-                }
+                    ),
+                    None => format!("{}: no data", r.name()),
+                });
             }
         }
         if lines.is_empty() {
