@@ -179,23 +179,16 @@ struct CpuTicks {
 /// steal (guest time is already inside user and nice).
 fn parse_cpu_line(stat: &str) -> Option<CpuTicks> {
     let line = stat.lines().find(|l| l.starts_with("cpu "))?;
-    let v: Vec<u64> = line
+    let mut v: Vec<u64> = line
         .split_whitespace()
         .skip(1)
         .take(8)
         .map(|f| f.parse().ok())
         .collect::<Option<_>>()?;
-    let field = |i: usize| v.get(i).copied().unwrap_or(0);
-    let (user, nice, system, idle, iowait, irq, softirq, steal) = (
-        field(0),
-        field(1),
-        field(2),
-        field(3),
-        field(4),
-        field(5),
-        field(6),
-        field(7),
-    );
+    v.resize(8, 0); // older kernels have fewer fields
+    let [user, nice, system, idle, iowait, irq, softirq, steal] = v[..] else {
+        return None;
+    };
     Some(CpuTicks {
         total: user + nice + system + idle + iowait + irq + softirq + steal,
         busy: user + nice + system + irq + softirq,
