@@ -68,7 +68,7 @@ impl TestRng {
         self.0 ^= self.0 << 13;
         self.0 ^= self.0 >> 7;
         self.0 ^= self.0 << 17;
-        self.0 % n == 0
+        self.0.is_multiple_of(n)
     }
 }
 
