@@ -1,7 +1,9 @@
-//! `herdless-lab`: the command line. `run` (and `all`, and no command at
-//! all) measures experiments through the harness, prints their tables and
-//! writes `--json`, `--plot` and `--report`; `list` shows what there is;
-//! `compare`, `render`, `summary` and `check-json` read results files back.
+//! `herdless-lab`: the command line. `run` (and `all`) measures experiments
+//! through the harness, prints their tables and writes `--json`, `--plot`
+//! and `--report`; `list` shows what there is; `compare`, `render`,
+//! `summary` and `check-json` read results files back. Without a command it
+//! prints its help and exits with 2, as cargo and git do: the quick suite
+//! takes minutes, and nobody should start it by accident.
 //!
 //! Usage errors exit with status 2 (clap's), runtime errors with 1 and one
 //! line on stderr, as does a run in which a measurement failed. Output
@@ -20,8 +22,9 @@ use herdless_lab::experiments;
 use herdless_lab::harness::console::{note, Console};
 use herdless_lab::harness::disturbance::{Conditions, CpuTimes, LoadAverage, Tally};
 use herdless_lab::harness::machine::Machine;
+use herdless_lab::harness::outcome::{Confidence, Outcome, OutcomeCounts};
 use herdless_lab::harness::output::{OutputDir, OutputFile};
-use herdless_lab::harness::verdict::{Confidence, Judgement, Outcome, OutcomeCounts};
+use herdless_lab::harness::verdict::Judgement;
 use herdless_lab::harness::wrap::{para, WIDTH};
 use herdless_lab::harness::{
     compare, html, plot, run_experiment, summary, table, LabError, Report, RunOptions, Suite,
@@ -35,11 +38,12 @@ use herdless_lab::harness::{
     name = "herdless-lab",
     version,
     max_term_width = 100,
-    after_help = "Without a command, runs every experiment's quick suite (`herdless-lab run all`)."
+    arg_required_else_help = true,
+    after_help = "Every experiment's quick suite: `herdless-lab all` (a few minutes)."
 )]
 struct Cli {
     #[command(subcommand)]
-    command: Option<Command>,
+    command: Command,
 }
 
 #[derive(Debug, Subcommand)]
@@ -160,17 +164,16 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let mut console = Console::new();
     let result = match cli.command {
-        None => run(&["all".to_string()], &default_flags(), &mut console),
-        Some(Command::Run(args)) => run(&args.experiments, &args.flags, &mut console),
-        Some(Command::All(flags)) => run(&["all".to_string()], &flags, &mut console),
-        Some(Command::List(suite)) => list(suite.suite(), &mut console).map(|()| true),
-        Some(Command::Compare(args)) => compare_files(&args, &mut console),
-        Some(Command::Render(args)) => render(&args.file, &args.report),
-        Some(Command::Summary(arg)) => Report::read_json(&arg.file)
+        Command::Run(args) => run(&args.experiments, &args.flags, &mut console),
+        Command::All(flags) => run(&["all".to_string()], &flags, &mut console),
+        Command::List(suite) => list(suite.suite(), &mut console).map(|()| true),
+        Command::Compare(args) => compare_files(&args, &mut console),
+        Command::Render(args) => render(&args.file, &args.report),
+        Command::Summary(arg) => Report::read_json(&arg.file)
             .and_then(|report| console.print(&summary::markdown(&report)))
             .map(|()| true),
-        Some(Command::CheckJson(arg)) => check_json(&arg.file, &mut console),
-        Some(Command::Unknown(words)) => unknown_command(&words),
+        Command::CheckJson(arg) => check_json(&arg.file, &mut console),
+        Command::Unknown(words) => unknown_command(&words),
     };
     match result {
         Ok(true) => ExitCode::SUCCESS,
@@ -198,21 +201,6 @@ fn unknown_command(words: &[String]) -> ! {
             format!("unknown command '{word}'; {hint}"),
         )
         .exit()
-}
-
-fn default_flags() -> RunFlags {
-    RunFlags {
-        suite: SuiteFlags {
-            smoke: false,
-            quick: false,
-            full: false,
-        },
-        reps: None,
-        retries: None,
-        json: None,
-        plot: None,
-        report: None,
-    }
 }
 
 /// The outputs of a run, claimed before measuring.

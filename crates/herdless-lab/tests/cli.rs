@@ -119,6 +119,25 @@ fn usage_errors_exit_with_2_and_each_verb_takes_only_its_own_flags() {
     );
 }
 
+/// `herdless-lab` alone starts nothing (the quick suite takes minutes): it
+/// prints the help on stderr and exits with 2, as cargo and git do.
+#[test]
+fn no_command_prints_the_help_and_exits_with_2() {
+    let out = lab(&[]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(out.stdout.is_empty(), "nothing measured, no table printed");
+    assert!(
+        stderr.starts_with("Reproduces the seeds' experiments"),
+        "{stderr}"
+    );
+    for verb in ["run", "all", "list", "compare"] {
+        assert!(stderr.contains(&format!("  {verb} ")), "{stderr}");
+    }
+    assert!(stderr.contains("herdless-lab all"), "{stderr}");
+    assert_eq!(too_wide(&stderr), Vec::<(usize, &str)>::new());
+}
+
 #[test]
 fn an_experiment_named_as_a_command_points_at_run() {
     let out = lab(&["futex-wake", "--smoke"]);

@@ -9,10 +9,10 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use herdless_lab::harness::compare::{self, Agreement, Change};
+use herdless_lab::harness::outcome::Confidence;
 use herdless_lab::harness::report::SCHEMA;
 use herdless_lab::harness::stats::Summary;
 use herdless_lab::harness::toy::Toy;
-use herdless_lab::harness::verdict::Confidence;
 use herdless_lab::harness::{LabError, Report};
 
 fn scratch(name: &str) -> PathBuf {

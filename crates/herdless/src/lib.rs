@@ -11,13 +11,20 @@
 //! |---|---|---|
 //! | `std::sync::Mutex`, `parking_lot::Mutex` | protect data, one thread at a time | [`Mutex`] (`lock_api` guards; `try_lock_for`, `unlock_fair`, `bump`) |
 //! | `std::sync::Condvar`, `parking_lot::Condvar` | sleep until a condition on mutex-protected data holds | [`Condvar`] (no spurious wakeups; exact `notify_one`/`notify_all` results; `notify_all` moves waiters onto the mutex instead of waking them all) |
-//! | `std::sync::RwLock`, `parking_lot::RwLock` | many readers or one writer | [`RwSem`] (FIFO among sleepers, upgradable reads, `downgrade`, timed, fair unlock) |
+//! | `std::sync::RwLock`, `parking_lot::RwLock` | many readers or one writer | [`RwLock`], also named [`RwSem`] (FIFO among sleepers, upgradable reads, `downgrade`, timed, fair unlock) |
 //! | `parking_lot_core::park`/`unpark`, a raw `futex(2)` | build your own primitive on a 32-bit word | [`FutexTable`] (`wait`, `wake`, `cmp_requeue` on any `AtomicU32`) |
 //! | `std::thread::park`, `crossbeam_utils::sync::Parker` | put one thread to sleep and wake it from another | [`parker::Parker`], [`parker::Unparker`] |
 //! | `event_listener::Event` (blocking), Linux's `wait_queue_head_t` | wait for a condition you check yourself; wake one or all | [`WaitQueue`] (exclusive waiters with pass-on; poller callbacks) |
 //! | `crossbeam_channel`, `std::sync::mpsc` with many receivers | a blocking queue read by several threads | [`Channel`] (each item wakes one reader) |
 //! | `mio::Poll`, `epoll(7)`, `eventfd(2)` | wait for readiness on many sources at once | [`EventPoll`], [`EventFd`], the [`Pollable`] trait |
 //! | Firecracker's example page-fault handlers, the `userfaultfd` crate | serve a snapshot's memory lazily | the `herdless-pager` crate and its `herdless-uffd` binary |
+//!
+//! The locks are [`lock_api`] 0.5 types (the version parking_lot 0.13
+//! uses; lock_api 0.4's guards, parking_lot 0.12's, are other types), named
+//! as std and parking_lot name theirs: [`Mutex`], [`MutexGuard`],
+//! [`MappedMutexGuard`], [`RwLock`], [`RwLockReadGuard`],
+//! [`RwLockWriteGuard`], [`RwLockUpgradableReadGuard`],
+//! [`MappedRwLockReadGuard`], [`MappedRwLockWriteGuard`].
 //!
 //! What herdless does not offer: `async` (futures and wakers: use
 //! `tokio::sync` or `event-listener`'s async side); poisoning (a panic
@@ -91,5 +98,13 @@ pub use mutex::{MappedMutexGuard, Mutex, MutexGuard};
 pub use poll::{EventFd, EventPoll, Pollable};
 pub use rwsem::RawRwSem;
 #[cfg(not(loom))]
-pub use rwsem::{RwSem, RwSemExt};
+pub use rwsem::{
+    MappedRwLockReadGuard, MappedRwLockWriteGuard, RwLock, RwLockReadGuard,
+    RwLockUpgradableReadGuard, RwLockWriteGuard,
+};
+#[cfg(not(loom))]
+pub use rwsem::{
+    RwSem, RwSemExt, RwSemMappedReadGuard, RwSemMappedWriteGuard, RwSemReadGuard,
+    RwSemUpgradableReadGuard, RwSemWriteGuard,
+};
 pub use wait_queue::{Attempt, WaitQueue};

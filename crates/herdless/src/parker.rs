@@ -90,6 +90,30 @@ loom::lazy_static! {
 ///
 /// Most code uses the calling thread's parker through [`with_current`]; a
 /// `Parker` can also be created on its own for a thread you manage.
+///
+/// # Examples
+/// A thread sleeps until another one has set a flag; it loops on the flag,
+/// since a park may return spuriously:
+/// ```
+/// use std::sync::atomic::{AtomicBool, Ordering};
+/// use std::sync::Arc;
+/// use herdless::parker::Parker;
+///
+/// let parker = Parker::new();
+/// let unparker = parker.unparker();
+/// let done = Arc::new(AtomicBool::new(false));
+/// let setter = {
+///     let done = done.clone();
+///     std::thread::spawn(move || {
+///         done.store(true, Ordering::Release);
+///         unparker.unpark(); // wakes the parker, or leaves it a token
+///     })
+/// };
+/// while !done.load(Ordering::Acquire) {
+///     parker.park();
+/// }
+/// setter.join().unwrap();
+/// ```
 #[derive(Debug)]
 pub struct Parker {
     slot: &'static Slot,
@@ -100,6 +124,21 @@ pub struct Parker {
 
 /// The waking side: free to clone (two words, no reference count),
 /// `Send + Sync`, valid forever.
+///
+/// # Examples
+/// An unpark before the park is not lost: it leaves a token the next park
+/// consumes, and an unpark through a handle of a dropped parker is
+/// harmless.
+/// ```
+/// use herdless::parker::Parker;
+///
+/// let parker = Parker::new();
+/// let unparker = parker.unparker();
+/// unparker.unpark();
+/// parker.park(); // returns at once: the token was waiting
+/// drop(parker);
+/// unparker.unpark(); // wakes nobody
+/// ```
 #[derive(Clone, Debug)]
 pub struct Unparker {
     slot: &'static Slot,
@@ -113,7 +152,7 @@ impl Default for Parker {
 }
 
 impl Parker {
-    /// A parker with no token.
+    /// A parker with no token (see [`Parker`] for an example).
     pub fn new() -> Self {
         let slot = SLOTS.take(Slot::fresh);
         // We hold the slot alone now (the pool's lock ordered us after the
@@ -130,7 +169,12 @@ impl Parker {
         }
     }
 
-    /// A handle that wakes this parker.
+    /// A handle that wakes this parker; every call gives an equal one.
+    ///
+    /// ```
+    /// let parker = herdless::parker::Parker::new();
+    /// assert!(parker.unparker().same_parker(&parker.unparker()));
+    /// ```
     pub fn unparker(&self) -> Unparker {
         Unparker {
             slot: self.slot,
@@ -138,7 +182,9 @@ impl Parker {
         }
     }
 
-    /// Sleeps until unparked (or spuriously).
+    /// Sleeps until unparked (or spuriously: callers loop on their own
+    /// condition); an unpark that came first returns it at once. See
+    /// [`Parker`] for an example.
     pub fn park(&self) {
         self.park_deadline(Deadline::Never)
     }
@@ -146,6 +192,17 @@ impl Parker {
     /// Sleeps until unparked, `timeout` elapses, or spuriously. `None` and
     /// `Duration::MAX` sleep without a deadline; a zero timeout only consumes
     /// a pending token.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use herdless::parker::Parker;
+    ///
+    /// let parker = Parker::new();
+    /// // Nobody unparks: returns after about 5 ms (or spuriously).
+    /// parker.park_timeout(Some(Duration::from_millis(5)));
+    /// parker.unparker().unpark();
+    /// parker.park_timeout(Some(Duration::ZERO)); // consumes the token
+    /// ```
     pub fn park_timeout(&self, timeout: Option<Duration>) {
         self.park_deadline(Deadline::after(timeout))
     }
@@ -190,6 +247,8 @@ impl Drop for Parker {
 
 impl Unparker {
     /// Wakes the parker, or leaves a token so that its next park returns.
+    /// Never blocks, and wakes nobody when the parker was dropped (see
+    /// [`Unparker`] for an example).
     pub fn unpark(&self) {
         let slot = self.slot;
         // Relaxed: this check never skips an unpark that someone waits
@@ -211,6 +270,14 @@ impl Unparker {
     }
 
     /// Whether both handles wake the same parker.
+    ///
+    /// ```
+    /// use herdless::parker::Parker;
+    ///
+    /// let (a, b) = (Parker::new(), Parker::new());
+    /// assert!(a.unparker().same_parker(&a.unparker()));
+    /// assert!(!a.unparker().same_parker(&b.unparker()));
+    /// ```
     pub fn same_parker(&self, other: &Unparker) -> bool {
         std::ptr::eq(self.slot, other.slot) && self.generation == other.generation
     }
@@ -244,6 +311,32 @@ thread_local! {
 /// That is sound because a parker's state word is never freed: an unpark
 /// through a handle handed out during the call that comes after it is
 /// harmless (module docs).
+///
+/// # Examples
+/// A thread hands its own unparker to a waker, then sleeps until woken:
+/// ```
+/// use std::sync::atomic::{AtomicBool, Ordering};
+/// use std::sync::{mpsc, Arc};
+/// use herdless::parker;
+///
+/// let done = Arc::new(AtomicBool::new(false));
+/// let (handles, handle) = mpsc::channel();
+/// let waker = {
+///     let done = done.clone();
+///     std::thread::spawn(move || {
+///         let unparker: parker::Unparker = handle.recv().unwrap();
+///         done.store(true, Ordering::Release);
+///         unparker.unpark();
+///     })
+/// };
+/// parker::with_current(|me| {
+///     handles.send(me.unparker()).unwrap();
+///     while !done.load(Ordering::Acquire) {
+///         me.park();
+///     }
+/// });
+/// waker.join().unwrap();
+/// ```
 pub fn with_current<R>(f: impl FnOnce(&Parker) -> R) -> R {
     let mut f = Some(f);
     // `try_with` fails only during or after the destruction of this

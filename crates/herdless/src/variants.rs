@@ -19,6 +19,19 @@
 
 /// How [`FutexTable::wake`](crate::FutexTable::wake) decides whether to
 /// take the bucket lock (seed 004).
+///
+/// ```
+/// use std::sync::atomic::AtomicU32;
+/// use herdless::variants::WakePolicy;
+/// use herdless::FutexTable;
+///
+/// let word = AtomicU32::new(0);
+/// for policy in [WakePolicy::AlwaysLock, WakePolicy::WaiterCount] {
+///     let table = FutexTable::with_policy(policy);
+///     assert_eq!(table.wake(&word, 1), 0); // the same result, at another cost
+/// }
+/// assert_eq!(WakePolicy::default(), WakePolicy::WaiterCount);
+/// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum WakePolicy {
     /// Always take the bucket lock and scan (seed 004's "before").
@@ -31,6 +44,17 @@ pub enum WakePolicy {
 
 /// How a [`WaitQueue`](crate::WaitQueue) treats exclusive waiters (seed
 /// 000's before and after).
+///
+/// ```
+/// use herdless::variants::WakeMode;
+/// use herdless::{Channel, WaitQueue};
+///
+/// let herd = WaitQueue::with_mode(WakeMode::WakeAll);
+/// assert_eq!(herd.mode(), WakeMode::WakeAll);
+/// let jobs: Channel<u32> = Channel::with_mode(WakeMode::WakeAll);
+/// assert_eq!(jobs.mode(), WakeMode::WakeAll);
+/// assert_eq!(WakeMode::default(), WakeMode::Exclusive);
+/// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum WakeMode {
     /// Every waiter is treated as non-exclusive, so every wake wakes
@@ -44,6 +68,15 @@ pub enum WakeMode {
 
 /// Which ready list an [`EventPoll`](crate::EventPoll) uses (the seed's
 /// before, the seed, and beyond it; seed 003).
+///
+/// ```
+/// use herdless::variants::ReadyListKind;
+/// use herdless::EventPoll;
+///
+/// for kind in ReadyListKind::ALL {
+///     assert_eq!(EventPoll::with_kind(kind).kind(), kind);
+/// }
+/// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum ReadyListKind {
     /// One lock for callbacks and the harvester: every callback takes it
@@ -77,7 +110,7 @@ impl ReadyListKind {
 // ----- RwSem: the two choices seed 001 compares ---------------------------
 
 /// How the semaphore counts its holders (the two kernel implementations
-/// the seed measured).
+/// the seed measured); see [`RwSemConfig`] for an example.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum Counting {
     /// An `activity` count guarded by the wait lock, as in the kernel's
@@ -91,7 +124,8 @@ pub enum Counting {
     AtomicCount,
 }
 
-/// When the threads a release grants the lock to are woken.
+/// When the threads a release grants the lock to are woken; see
+/// [`RwSemConfig`] for an example.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum WakeTiming {
     /// Each granted thread is unparked while the wait lock is still held
@@ -106,6 +140,20 @@ pub enum WakeTiming {
 }
 
 /// A semaphore's configuration: one of four variants.
+///
+/// ```
+/// use herdless::rwsem::RwSemExt;
+/// use herdless::variants::{Counting, RwSemConfig, WakeTiming};
+/// use herdless::RwLock;
+///
+/// let before = RwSemConfig::new(Counting::Generic, WakeTiming::WakeUnderLock);
+/// assert_eq!(before.name(), "generic/under-lock");
+/// assert_eq!(RwSemConfig::ALL[0], before);
+/// assert_eq!(RwSemConfig::default(), RwSemConfig::DEFAULT);
+/// let lock = RwLock::with_config(before, 0);
+/// *lock.write() += 1;
+/// assert_eq!(*lock.read(), 1);
+/// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct RwSemConfig {
     /// How holders are counted.

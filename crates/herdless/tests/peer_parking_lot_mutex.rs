@@ -11,10 +11,7 @@ use std::sync::mpsc::channel;
 use std::sync::Arc;
 use std::thread;
 
-use herdless::{Condvar, Mutex, MutexGuard};
-use lock_api::MappedMutexGuard;
-
-type MappedGuard<'a, T> = MappedMutexGuard<'a, herdless::RawMutex, T>;
+use herdless::{Condvar, MappedMutexGuard, Mutex, MutexGuard};
 
 struct Packet<T>(Arc<(Mutex<T>, Condvar)>);
 
@@ -226,7 +223,7 @@ fn test_map_or_err_not_mapped() {
 
     assert_eq!(mapped_guard.as_str(), "world");
 
-    match MappedGuard::try_map_or_err(mapped_guard, |the_string| {
+    match MappedMutexGuard::try_map_or_err(mapped_guard, |the_string| {
         if the_string != "world" {
             //unreachable
             Ok(the_string.as_mut_str())
@@ -258,7 +255,7 @@ fn test_map_or_err_mapped() {
 
     assert_eq!(mapped_guard.as_str(), "world");
 
-    match MappedGuard::try_map_or_err(mapped_guard, |the_string| {
+    match MappedMutexGuard::try_map_or_err(mapped_guard, |the_string| {
         if the_string == "world" {
             Ok(the_string.as_mut_str())
         } else {

@@ -19,8 +19,9 @@ use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use herdless::rwsem::{RawRwSem, RwSem, RwSemExt, RwSemUpgradableReadGuard, RwSemWriteGuard};
+use herdless::rwsem::{RawRwSem, RwSemExt};
 use herdless::variants::{Counting, RwSemConfig};
+use herdless::{RwLock, RwLockUpgradableReadGuard, RwLockWriteGuard};
 
 /// Generous bound for anything that must happen; only a hang trips it.
 const HANG: Duration = Duration::from_secs(60);
@@ -59,7 +60,7 @@ impl XorShift {
         self.0 ^= self.0 << 13;
         self.0 ^= self.0 >> 7;
         self.0 ^= self.0 << 17;
-        self.0 % n == 0
+        self.0.is_multiple_of(n)
     }
 }
 
@@ -69,7 +70,7 @@ struct NonCopy(i32);
 #[test]
 fn smoke() {
     each_config(|config| {
-        let l = RwSem::with_config(config, ());
+        let l = RwLock::with_config(config, ());
         drop(l.read());
         drop(l.write());
         drop(l.upgradable_read());
@@ -84,7 +85,7 @@ fn frob() {
     const N: u32 = 10;
     const M: u32 = 1000;
     each_config(|config| {
-        let r = Arc::new(RwSem::with_config(config, ()));
+        let r = Arc::new(RwLock::with_config(config, ()));
 
         let (tx, rx) = channel::<()>();
         for t in 0..N {
@@ -110,7 +111,7 @@ fn frob() {
 #[test]
 fn test_rw_arc_no_poison_wr() {
     each_config(|config| {
-        let arc = Arc::new(RwSem::with_config(config, 1));
+        let arc = Arc::new(RwLock::with_config(config, 1));
         let arc2 = arc.clone();
         let _: Result<(), _> = thread::spawn(move || {
             let _lock = arc2.write();
@@ -125,7 +126,7 @@ fn test_rw_arc_no_poison_wr() {
 #[test]
 fn test_rw_arc_no_poison_ww() {
     each_config(|config| {
-        let arc = Arc::new(RwSem::with_config(config, 1));
+        let arc = Arc::new(RwLock::with_config(config, 1));
         let arc2 = arc.clone();
         let _: Result<(), _> = thread::spawn(move || {
             let _lock = arc2.write();
@@ -140,7 +141,7 @@ fn test_rw_arc_no_poison_ww() {
 #[test]
 fn test_rw_arc_no_poison_rr() {
     each_config(|config| {
-        let arc = Arc::new(RwSem::with_config(config, 1));
+        let arc = Arc::new(RwLock::with_config(config, 1));
         let arc2 = arc.clone();
         let _: Result<(), _> = thread::spawn(move || {
             let _lock = arc2.read();
@@ -155,7 +156,7 @@ fn test_rw_arc_no_poison_rr() {
 #[test]
 fn test_rw_arc_no_poison_rw() {
     each_config(|config| {
-        let arc = Arc::new(RwSem::with_config(config, 1));
+        let arc = Arc::new(RwLock::with_config(config, 1));
         let arc2 = arc.clone();
         let _: Result<(), _> = thread::spawn(move || {
             let _lock = arc2.read();
@@ -170,7 +171,7 @@ fn test_rw_arc_no_poison_rw() {
 #[test]
 fn test_ruw_arc() {
     each_config(|config| {
-        let arc = Arc::new(RwSem::with_config(config, 0));
+        let arc = Arc::new(RwLock::with_config(config, 0));
         let arc2 = arc.clone();
         let (tx, rx) = channel();
 
@@ -196,7 +197,7 @@ fn test_ruw_arc() {
                 let tmp = *lock;
                 assert!(tmp >= 0);
                 thread::yield_now();
-                let mut lock = RwSemUpgradableReadGuard::upgrade(lock);
+                let mut lock = RwLockUpgradableReadGuard::upgrade(lock);
                 assert_eq!(tmp, *lock);
                 *lock = -1;
                 thread::yield_now();
@@ -228,7 +229,7 @@ fn test_ruw_arc() {
 #[test]
 fn test_rw_arc() {
     each_config(|config| {
-        let arc = Arc::new(RwSem::with_config(config, 0));
+        let arc = Arc::new(RwLock::with_config(config, 0));
         let arc2 = arc.clone();
         let (tx, rx) = channel();
 
@@ -268,11 +269,11 @@ fn test_rw_arc() {
 #[test]
 fn test_rw_arc_access_in_unwind() {
     each_config(|config| {
-        let arc = Arc::new(RwSem::with_config(config, 1));
+        let arc = Arc::new(RwLock::with_config(config, 1));
         let arc2 = arc.clone();
         let _ = thread::spawn(move || {
             struct Unwinder {
-                i: Arc<RwSem<isize>>,
+                i: Arc<RwLock<isize>>,
             }
             impl Drop for Unwinder {
                 fn drop(&mut self) {
@@ -292,7 +293,7 @@ fn test_rw_arc_access_in_unwind() {
 #[test]
 fn test_rwlock_unsized() {
     each_config(|config| {
-        let rw: &RwSem<[i32]> = &RwSem::with_config(config, [1, 2, 3]);
+        let rw: &RwLock<[i32]> = &RwLock::with_config(config, [1, 2, 3]);
         {
             let b = &mut *rw.write();
             b[0] = 4;
@@ -306,7 +307,7 @@ fn test_rwlock_unsized() {
 #[test]
 fn test_rwlock_try_read() {
     each_config(|config| {
-        let lock = RwSem::with_config(config, 0isize);
+        let lock = RwLock::with_config(config, 0isize);
         {
             let read_guard = lock.read();
 
@@ -346,7 +347,7 @@ fn test_rwlock_try_read() {
 #[test]
 fn test_rwlock_try_write() {
     each_config(|config| {
-        let lock = RwSem::with_config(config, 0isize);
+        let lock = RwLock::with_config(config, 0isize);
         {
             let read_guard = lock.read();
 
@@ -392,7 +393,7 @@ fn test_rwlock_try_write() {
 #[test]
 fn test_rwlock_try_upgrade() {
     each_config(|config| {
-        let lock = RwSem::with_config(config, 0isize);
+        let lock = RwLock::with_config(config, 0isize);
         {
             let read_guard = lock.read();
 
@@ -432,7 +433,7 @@ fn test_rwlock_try_upgrade() {
 #[test]
 fn test_into_inner() {
     each_config(|config| {
-        let m = RwSem::with_config(config, NonCopy(10));
+        let m = RwLock::with_config(config, NonCopy(10));
         assert_eq!(m.into_inner(), NonCopy(10));
     });
 }
@@ -447,7 +448,7 @@ fn test_into_inner_drop() {
             }
         }
         let num_drops = Arc::new(AtomicUsize::new(0));
-        let m = RwSem::with_config(config, Foo(num_drops.clone()));
+        let m = RwLock::with_config(config, Foo(num_drops.clone()));
         assert_eq!(num_drops.load(Ordering::SeqCst), 0);
         {
             let _inner = m.into_inner();
@@ -460,7 +461,7 @@ fn test_into_inner_drop() {
 #[test]
 fn test_get_mut() {
     each_config(|config| {
-        let mut m = RwSem::with_config(config, NonCopy(10));
+        let mut m = RwLock::with_config(config, NonCopy(10));
         *m.get_mut() = NonCopy(20);
         assert_eq!(m.into_inner(), NonCopy(20));
     });
@@ -471,7 +472,7 @@ fn test_rwlockguard_sync() {
     fn sync<T: Sync>(_: T) {}
 
     each_config(|config| {
-        let rwlock = RwSem::with_config(config, ());
+        let rwlock = RwLock::with_config(config, ());
         sync(rwlock.read());
         sync(rwlock.write());
     });
@@ -480,7 +481,7 @@ fn test_rwlockguard_sync() {
 #[test]
 fn test_rwlock_downgrade() {
     each_config(|config| {
-        let x = Arc::new(RwSem::with_config(config, 0));
+        let x = Arc::new(RwLock::with_config(config, 0));
         let mut handles = Vec::new();
         for _ in 0..8 {
             let x = x.clone();
@@ -489,7 +490,7 @@ fn test_rwlock_downgrade() {
                     let mut writer = x.write();
                     *writer += 1;
                     let cur_val = *writer;
-                    let reader = RwSemWriteGuard::downgrade(writer);
+                    let reader = RwLockWriteGuard::downgrade(writer);
                     assert_eq!(cur_val, *reader);
                 }
             }));
@@ -514,7 +515,7 @@ fn test_rwlock_downgrade() {
 #[test]
 fn test_rwlock_recursive() {
     each_config(|config| {
-        let arc = Arc::new(RwSem::with_config(config, 1));
+        let arc = Arc::new(RwLock::with_config(config, 1));
         let arc2 = arc.clone();
         let lock1 = arc.read();
         let t = thread::spawn(move || {
@@ -547,7 +548,7 @@ fn test_rwlock_recursive() {
 #[test]
 fn test_read_with_waiting_writer() {
     each_config(|config| {
-        let lock = Arc::new(RwSem::with_config(config, ()));
+        let lock = Arc::new(RwLock::with_config(config, ()));
         let reader = lock.read();
 
         let lock2 = Arc::clone(&lock);
@@ -572,7 +573,7 @@ fn test_read_with_waiting_writer() {
 #[test]
 fn test_rwlock_debug() {
     each_config(|config| {
-        let x = RwSem::with_config(config, vec![0u8, 10]);
+        let x = RwLock::with_config(config, vec![0u8, 10]);
 
         assert_eq!(format!("{:?}", x), "RwLock { data: [0, 10] }");
         let _lock = x.write();
@@ -585,7 +586,7 @@ fn test_rwlock_debug() {
 #[test]
 fn test_clone() {
     each_config(|config| {
-        let rwlock = RwSem::with_config(config, Arc::new(1));
+        let rwlock = RwLock::with_config(config, Arc::new(1));
         let a = rwlock.read();
         let b = a.clone();
         assert_eq!(Arc::strong_count(&b), 2);
@@ -595,7 +596,7 @@ fn test_clone() {
 #[test]
 fn test_clone_through_guard() {
     each_config(|config| {
-        let rwlock = RwSem::with_config(config, Arc::new(1));
+        let rwlock = RwLock::with_config(config, Arc::new(1));
         let a = rwlock.read();
         // This must clone the protected Arc, not the read guard.
         let b = a.clone();
@@ -640,7 +641,7 @@ fn test_issue_203() {
 }
 
 fn issue_203_scenario() {
-    struct Bar(RwSem<()>);
+    struct Bar(RwLock<()>);
 
     impl Drop for Bar {
         fn drop(&mut self) {
@@ -649,7 +650,7 @@ fn issue_203_scenario() {
     }
 
     const fn bar(config: RwSemConfig) -> Bar {
-        Bar(RwSem::from_raw(RawRwSem::with_config(config), ()))
+        Bar(RwLock::from_raw(RawRwSem::with_config(config), ()))
     }
 
     thread_local! {
@@ -670,7 +671,7 @@ fn issue_203_scenario() {
         thread::spawn(move || {
             B.with(|_| ());
 
-            let a = RwSem::with_config(config, ());
+            let a = RwLock::with_config(config, ());
             let _a = a.read();
         })
         .join()
@@ -681,7 +682,7 @@ fn issue_203_scenario() {
 #[test]
 fn test_rw_write_is_locked() {
     each_config(|config| {
-        let lock = RwSem::with_config(config, 0isize);
+        let lock = RwLock::with_config(config, 0isize);
         {
             let _read_guard = lock.read();
 
@@ -706,7 +707,7 @@ fn test_rw_write_is_locked() {
 #[test]
 fn test_issue_430() {
     each_config(|config| {
-        let lock = RwSem::with_config(config, 0);
+        let lock = RwLock::with_config(config, 0);
 
         let mut rl = lock.upgradable_read();
 

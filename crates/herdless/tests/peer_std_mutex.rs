@@ -18,10 +18,7 @@ use std::sync::mpsc::channel;
 use std::sync::Arc;
 use std::{hint, mem, thread};
 
-use herdless::{Mutex, MutexGuard};
-use lock_api::MappedMutexGuard;
-
-type MappedGuard<'a, T> = MappedMutexGuard<'a, herdless::RawMutex, T>;
+use herdless::{MappedMutexGuard, Mutex, MutexGuard};
 
 #[test]
 fn smoke() {
@@ -221,7 +218,7 @@ fn test_mapping_mapped_guard() {
     let lock = Mutex::new(arr);
     let guard = lock.lock();
     let guard = MutexGuard::map(guard, |arr| &mut arr[..2]);
-    let mut guard = MappedGuard::map(guard, |slice| &mut slice[1..]);
+    let mut guard = MappedMutexGuard::map(guard, |slice| &mut slice[1..]);
     assert_eq!(guard.len(), 1);
     guard[0] = 42;
     drop(guard);
@@ -411,7 +408,7 @@ fn panic_while_mapping_unlocked_poison() {
     let _ = panic::catch_unwind(AssertUnwindSafe(|| {
         let guard = lock.lock();
         let guard = MutexGuard::map::<(), _>(guard, |val| val);
-        let _guard = MappedGuard::map::<(), _>(guard, |_| panic!());
+        let _guard = MappedMutexGuard::map::<(), _>(guard, |_| panic!());
     }));
     assert!(
         lock.try_lock().is_some(),
@@ -421,7 +418,7 @@ fn panic_while_mapping_unlocked_poison() {
     let _ = panic::catch_unwind(AssertUnwindSafe(|| {
         let guard = lock.lock();
         let guard = MutexGuard::map::<(), _>(guard, |val| val);
-        let _guard = MappedGuard::try_map::<(), _>(guard, |_| panic!());
+        let _guard = MappedMutexGuard::try_map::<(), _>(guard, |_| panic!());
     }));
     assert!(
         lock.try_lock().is_some(),

@@ -25,9 +25,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use std::{hint, mem, thread};
 
-use herdless::rwsem::{RwSem, RwSemExt, RwSemReadGuard, RwSemWriteGuard};
+use herdless::rwsem::RwSemExt;
 use herdless::variants::RwSemConfig;
-use lock_api::{MappedRwLockReadGuard, MappedRwLockWriteGuard};
+use herdless::{
+    MappedRwLockReadGuard, MappedRwLockWriteGuard, RwLock, RwLockReadGuard, RwLockWriteGuard,
+};
 
 /// Generous bound for anything that must happen; only a hang trips it.
 const HANG: Duration = Duration::from_secs(60);
@@ -66,7 +68,7 @@ impl TestRng {
         self.0 ^= self.0 << 13;
         self.0 ^= self.0 >> 7;
         self.0 ^= self.0 << 17;
-        self.0 % n == 0
+        self.0.is_multiple_of(n)
     }
 }
 
@@ -90,8 +92,8 @@ fn test_needs_drop() {
 
 /// A lock whose writer panicked: std's `new_poisoned_rwlock`. herdless does
 /// not poison; the guard's drop during unwinding released the lock.
-fn rwlock_after_a_writer_panicked<T>(config: RwSemConfig, value: T) -> RwSem<T> {
-    let lock = RwSem::with_config(config, value);
+fn rwlock_after_a_writer_panicked<T>(config: RwSemConfig, value: T) -> RwLock<T> {
+    let lock = RwLock::with_config(config, value);
 
     let catch_unwind_result = panic::catch_unwind(AssertUnwindSafe(|| {
         let _guard = lock.write();
@@ -111,7 +113,7 @@ fn rwlock_after_a_writer_panicked<T>(config: RwSemConfig, value: T) -> RwSem<T> 
 #[test]
 fn smoke() {
     each_config(|config| {
-        let l = RwSem::with_config(config, ());
+        let l = RwLock::with_config(config, ());
         drop(l.read());
         drop(l.write());
         drop((l.read(), l.read()));
@@ -125,7 +127,7 @@ fn frob() {
     const N: u32 = 10;
     const M: usize = 1000;
     each_config(|config| {
-        let r = Arc::new(RwSem::with_config(config, ()));
+        let r = Arc::new(RwLock::with_config(config, ()));
 
         let (tx, rx) = channel::<()>();
         for t in 0..N {
@@ -152,7 +154,7 @@ fn frob() {
 #[test]
 fn test_rw_arc() {
     each_config(|config| {
-        let arc = Arc::new(RwSem::with_config(config, 0));
+        let arc = Arc::new(RwLock::with_config(config, 0));
         let arc2 = arc.clone();
         let (tx, rx) = channel();
 
@@ -193,11 +195,11 @@ fn test_rw_arc() {
 #[test]
 fn test_rw_arc_access_in_unwind() {
     each_config(|config| {
-        let arc = Arc::new(RwSem::with_config(config, 1));
+        let arc = Arc::new(RwLock::with_config(config, 1));
         let arc2 = arc.clone();
         let _ = thread::spawn(move || {
             struct Unwinder {
-                i: Arc<RwSem<isize>>,
+                i: Arc<RwLock<isize>>,
             }
             impl Drop for Unwinder {
                 fn drop(&mut self) {
@@ -218,7 +220,7 @@ fn test_rw_arc_access_in_unwind() {
 #[test]
 fn test_rwlock_unsized() {
     each_config(|config| {
-        let rw: &RwSem<[i32]> = &RwSem::with_config(config, [1, 2, 3]);
+        let rw: &RwLock<[i32]> = &RwLock::with_config(config, [1, 2, 3]);
         {
             let b = &mut *rw.write();
             b[0] = 4;
@@ -233,7 +235,7 @@ fn test_rwlock_unsized() {
 #[test]
 fn test_into_inner() {
     each_config(|config| {
-        let m = RwSem::with_config(config, NonCopy(10));
+        let m = RwLock::with_config(config, NonCopy(10));
         assert_eq!(m.into_inner(), NonCopy(10));
     });
 }
@@ -250,7 +252,7 @@ fn test_into_inner_drop() {
         }
 
         let num_drops = Arc::new(AtomicUsize::new(0));
-        let m = RwSem::with_config(config, Foo(num_drops.clone()));
+        let m = RwLock::with_config(config, Foo(num_drops.clone()));
         assert_eq!(num_drops.load(Ordering::SeqCst), 0);
         {
             let _inner = m.into_inner();
@@ -268,7 +270,7 @@ fn test_get_cloned() {
         #[derive(Clone, Eq, PartialEq, Debug)]
         struct Cloneable(i32);
 
-        let m = RwSem::with_config(config, Cloneable(10));
+        let m = RwLock::with_config(config, Cloneable(10));
 
         assert_eq!(m.read().clone(), Cloneable(10));
     });
@@ -278,7 +280,7 @@ fn test_get_cloned() {
 #[test]
 fn test_get_mut() {
     each_config(|config| {
-        let mut m = RwSem::with_config(config, NonCopy(10));
+        let mut m = RwLock::with_config(config, NonCopy(10));
         *m.get_mut() = NonCopy(20);
         assert_eq!(m.into_inner(), NonCopy(20));
     });
@@ -292,7 +294,7 @@ fn test_set() {
     where
         T: Debug + Eq,
     {
-        let m = RwSem::with_config(config, init());
+        let m = RwLock::with_config(config, init());
 
         assert_eq!(*m.read(), init());
         *m.write() = value();
@@ -313,7 +315,7 @@ fn test_replace() {
     where
         T: Debug + Eq,
     {
-        let m = RwSem::with_config(config, init());
+        let m = RwLock::with_config(config, init());
 
         assert_eq!(*m.read(), init());
         assert_eq!(mem::replace(&mut *m.write(), value()), init());
@@ -330,10 +332,10 @@ fn test_replace() {
 #[test]
 fn test_downgrade_basic() {
     each_config(|config| {
-        let r = RwSem::with_config(config, ());
+        let r = RwLock::with_config(config, ());
 
         let write_guard = r.write();
-        let _read_guard = RwSemWriteGuard::downgrade(write_guard);
+        let _read_guard = RwLockWriteGuard::downgrade(write_guard);
     });
 }
 
@@ -350,7 +352,7 @@ fn test_downgrade_observe() {
         // This test spawns `W` writer threads, where each will increment a counter `N` times,
         // ensuring that the value they wrote has not changed after downgrading.
 
-        let rw = Arc::new(RwSem::with_config(config, 0));
+        let rw = Arc::new(RwLock::with_config(config, 0));
 
         // Spawn the writers that will do `W * N` operations and checks.
         let handles: Vec<_> = (0..W)
@@ -365,7 +367,7 @@ fn test_downgrade_observe() {
 
                         // Downgrade the lock to read mode, where the value protected cannot be
                         // modified.
-                        let read_guard = RwSemWriteGuard::downgrade(write_guard);
+                        let read_guard = RwLockWriteGuard::downgrade(write_guard);
                         assert_eq!(cur_val, *read_guard);
                     }
                 })
@@ -395,7 +397,7 @@ fn test_downgrade_atomic() {
         // downgraded, the lock must be in read mode and no other threads can take the write lock to
         // modify the protected value.
 
-        let rwlock = Arc::new(RwSem::with_config(config, 0));
+        let rwlock = Arc::new(RwLock::with_config(config, 0));
 
         // Spawns many evil writer threads that will try and write to the locked value before the
         // initial writer (who has the exclusive lock) can read after it downgrades.
@@ -424,7 +426,7 @@ fn test_downgrade_atomic() {
         *main_write_guard = NEW_VALUE;
 
         // Atomically downgrade the write guard into a read guard.
-        let main_read_guard = RwSemWriteGuard::downgrade(main_write_guard);
+        let main_read_guard = RwLockWriteGuard::downgrade(main_write_guard);
 
         // If the above is not atomic, then it would be possible for an evil thread to get in front
         // of this read and change the value to be non-negative.
@@ -447,9 +449,9 @@ fn test_downgrade_atomic() {
 fn test_mapping_mapped_guard() {
     each_config(|config| {
         let arr = [0; 4];
-        let mut lock = RwSem::with_config(config, arr);
+        let mut lock = RwLock::with_config(config, arr);
         let guard = lock.write();
-        let guard = RwSemWriteGuard::map(guard, |arr| &mut arr[..2]);
+        let guard = RwLockWriteGuard::map(guard, |arr| &mut arr[..2]);
         let mut guard = MappedRwLockWriteGuard::map(guard, |slice| &mut slice[1..]);
         assert_eq!(guard.len(), 1);
         guard[0] = 42;
@@ -457,7 +459,7 @@ fn test_mapping_mapped_guard() {
         assert_eq!(*lock.get_mut(), [0, 42, 0, 0]);
 
         let guard = lock.read();
-        let guard = RwSemReadGuard::map(guard, |arr| &arr[..2]);
+        let guard = RwLockReadGuard::map(guard, |arr| &arr[..2]);
         let guard = MappedRwLockReadGuard::map(guard, |slice| &slice[1..]);
         assert_eq!(*guard, [42]);
         drop(guard);
@@ -471,7 +473,7 @@ fn test_mapping_mapped_guard() {
 #[test]
 fn test_rwlock_try_write() {
     each_config(|config| {
-        let lock = RwSem::with_config(config, 0isize);
+        let lock = RwLock::with_config(config, 0isize);
         let read_guard = lock.read();
 
         let write_result = lock.try_write();
@@ -481,7 +483,7 @@ fn test_rwlock_try_write() {
         );
 
         drop(read_guard);
-        let mapped_read_guard = RwSemReadGuard::map(lock.read(), |_| &());
+        let mapped_read_guard = RwLockReadGuard::map(lock.read(), |_| &());
 
         let write_result = lock.try_write();
         assert!(
@@ -576,7 +578,7 @@ fn test_replace_poison() {
 #[test]
 fn test_rw_arc_poison_wr() {
     each_config(|config| {
-        let arc = Arc::new(RwSem::with_config(config, 1));
+        let arc = Arc::new(RwLock::with_config(config, 1));
         let arc2 = arc.clone();
         let _: Result<(), _> = thread::spawn(move || {
             let _lock = arc2.write();
@@ -592,11 +594,11 @@ fn test_rw_arc_poison_wr() {
 #[test]
 fn test_rw_arc_poison_mapped_w_r() {
     each_config(|config| {
-        let arc = Arc::new(RwSem::with_config(config, 1));
+        let arc = Arc::new(RwLock::with_config(config, 1));
         let arc2 = arc.clone();
         let _: Result<(), _> = thread::spawn(move || {
             let lock = arc2.write();
-            let _lock = RwSemWriteGuard::map(lock, |val| val);
+            let _lock = RwLockWriteGuard::map(lock, |val| val);
             panic!();
         })
         .join();
@@ -610,7 +612,7 @@ fn test_rw_arc_poison_mapped_w_r() {
 #[test]
 fn test_rw_arc_poison_ww() {
     each_config(|config| {
-        let arc = Arc::new(RwSem::with_config(config, 1));
+        let arc = Arc::new(RwLock::with_config(config, 1));
         let arc2 = arc.clone();
         let _: Result<(), _> = thread::spawn(move || {
             let _lock = arc2.write();
@@ -625,11 +627,11 @@ fn test_rw_arc_poison_ww() {
 #[test]
 fn test_rw_arc_poison_mapped_w_w() {
     each_config(|config| {
-        let arc = Arc::new(RwSem::with_config(config, 1));
+        let arc = Arc::new(RwLock::with_config(config, 1));
         let arc2 = arc.clone();
         let _: Result<(), _> = thread::spawn(move || {
             let lock = arc2.write();
-            let _lock = RwSemWriteGuard::map(lock, |val| val);
+            let _lock = RwLockWriteGuard::map(lock, |val| val);
             panic!();
         })
         .join();
@@ -640,7 +642,7 @@ fn test_rw_arc_poison_mapped_w_w() {
 #[test]
 fn test_rw_arc_no_poison_rr() {
     each_config(|config| {
-        let arc = Arc::new(RwSem::with_config(config, 1));
+        let arc = Arc::new(RwLock::with_config(config, 1));
         let arc2 = arc.clone();
         let _: Result<(), _> = thread::spawn(move || {
             let _lock = arc2.read();
@@ -655,11 +657,11 @@ fn test_rw_arc_no_poison_rr() {
 #[test]
 fn test_rw_arc_no_poison_mapped_r_r() {
     each_config(|config| {
-        let arc = Arc::new(RwSem::with_config(config, 1));
+        let arc = Arc::new(RwLock::with_config(config, 1));
         let arc2 = arc.clone();
         let _: Result<(), _> = thread::spawn(move || {
             let lock = arc2.read();
-            let _lock = RwSemReadGuard::map(lock, |val| val);
+            let _lock = RwLockReadGuard::map(lock, |val| val);
             panic!();
         })
         .join();
@@ -671,7 +673,7 @@ fn test_rw_arc_no_poison_mapped_r_r() {
 #[test]
 fn test_rw_arc_no_poison_rw() {
     each_config(|config| {
-        let arc = Arc::new(RwSem::with_config(config, 1));
+        let arc = Arc::new(RwLock::with_config(config, 1));
         let arc2 = arc.clone();
         let _: Result<(), _> = thread::spawn(move || {
             let _lock = arc2.read();
@@ -686,11 +688,11 @@ fn test_rw_arc_no_poison_rw() {
 #[test]
 fn test_rw_arc_no_poison_mapped_r_w() {
     each_config(|config| {
-        let arc = Arc::new(RwSem::with_config(config, 1));
+        let arc = Arc::new(RwLock::with_config(config, 1));
         let arc2 = arc.clone();
         let _: Result<(), _> = thread::spawn(move || {
             let lock = arc2.read();
-            let _lock = RwSemReadGuard::map(lock, |val| val);
+            let _lock = RwLockReadGuard::map(lock, |val| val);
             panic!();
         })
         .join();
@@ -706,11 +708,11 @@ fn test_rw_arc_no_poison_mapped_r_w() {
 #[test]
 fn panic_while_mapping_read_unlocked_no_poison() {
     each_config(|config| {
-        let lock = RwSem::with_config(config, ());
+        let lock = RwLock::with_config(config, ());
 
         let _ = panic::catch_unwind(AssertUnwindSafe(|| {
             let guard = lock.read();
-            let _guard = RwSemReadGuard::map::<(), _>(guard, |_| panic!());
+            let _guard = RwLockReadGuard::map::<(), _>(guard, |_| panic!());
         }));
 
         assert!(
@@ -720,7 +722,7 @@ fn panic_while_mapping_read_unlocked_no_poison() {
 
         let _ = panic::catch_unwind(AssertUnwindSafe(|| {
             let guard = lock.read();
-            let _guard = RwSemReadGuard::try_map::<(), _>(guard, |_| panic!());
+            let _guard = RwLockReadGuard::try_map::<(), _>(guard, |_| panic!());
         }));
 
         assert!(
@@ -730,7 +732,7 @@ fn panic_while_mapping_read_unlocked_no_poison() {
 
         let _ = panic::catch_unwind(AssertUnwindSafe(|| {
             let guard = lock.read();
-            let guard = RwSemReadGuard::map::<(), _>(guard, |val| val);
+            let guard = RwLockReadGuard::map::<(), _>(guard, |val| val);
             let _guard = MappedRwLockReadGuard::map::<(), _>(guard, |_| panic!());
         }));
 
@@ -741,7 +743,7 @@ fn panic_while_mapping_read_unlocked_no_poison() {
 
         let _ = panic::catch_unwind(AssertUnwindSafe(|| {
             let guard = lock.read();
-            let guard = RwSemReadGuard::map::<(), _>(guard, |val| val);
+            let guard = RwLockReadGuard::map::<(), _>(guard, |val| val);
             let _guard = MappedRwLockReadGuard::try_map::<(), _>(guard, |_| panic!());
         }));
 
@@ -759,11 +761,11 @@ fn panic_while_mapping_read_unlocked_no_poison() {
 #[test]
 fn panic_while_mapping_write_unlocked_poison() {
     each_config(|config| {
-        let lock = RwSem::with_config(config, ());
+        let lock = RwLock::with_config(config, ());
 
         let _ = panic::catch_unwind(AssertUnwindSafe(|| {
             let guard = lock.write();
-            let _guard = RwSemWriteGuard::map::<(), _>(guard, |_| panic!());
+            let _guard = RwLockWriteGuard::map::<(), _>(guard, |_| panic!());
         }));
 
         assert!(
@@ -773,7 +775,7 @@ fn panic_while_mapping_write_unlocked_poison() {
 
         let _ = panic::catch_unwind(AssertUnwindSafe(|| {
             let guard = lock.write();
-            let _guard = RwSemWriteGuard::try_map::<(), _>(guard, |_| panic!());
+            let _guard = RwLockWriteGuard::try_map::<(), _>(guard, |_| panic!());
         }));
 
         assert!(
@@ -783,7 +785,7 @@ fn panic_while_mapping_write_unlocked_poison() {
 
         let _ = panic::catch_unwind(AssertUnwindSafe(|| {
             let guard = lock.write();
-            let guard = RwSemWriteGuard::map::<(), _>(guard, |val| val);
+            let guard = RwLockWriteGuard::map::<(), _>(guard, |val| val);
             let _guard = MappedRwLockWriteGuard::map::<(), _>(guard, |_| panic!());
         }));
 
@@ -794,7 +796,7 @@ fn panic_while_mapping_write_unlocked_poison() {
 
         let _ = panic::catch_unwind(AssertUnwindSafe(|| {
             let guard = lock.write();
-            let guard = RwSemWriteGuard::map::<(), _>(guard, |val| val);
+            let guard = RwLockWriteGuard::map::<(), _>(guard, |val| val);
             let _guard = MappedRwLockWriteGuard::try_map::<(), _>(guard, |_| panic!());
         }));
 
@@ -810,7 +812,7 @@ fn panic_while_mapping_write_unlocked_poison() {
 #[test]
 fn test_rwlock_with() {
     each_config(|config| {
-        let rwlock = RwSem::with_config(config, 2);
+        let rwlock = RwLock::with_config(config, 2);
         let with = |f: &dyn Fn(&i32) -> i32| f(&rwlock.read());
         let result = with(&|value| *value + 3);
 
@@ -823,7 +825,7 @@ fn test_rwlock_with() {
 #[test]
 fn test_rwlock_with_mut() {
     each_config(|config| {
-        let rwlock = RwSem::with_config(config, 2);
+        let rwlock = RwLock::with_config(config, 2);
 
         let with_mut = |f: &dyn Fn(&mut i32) -> i32| f(&mut rwlock.write());
         let result = with_mut(&|value| {
@@ -846,12 +848,12 @@ fn test_rwlock_with_mut() {
 #[test]
 fn test_read_guard_unlocked() {
     each_config(|config| {
-        let rw_lock = RwSem::with_config(config, 1usize);
+        let rw_lock = RwLock::with_config(config, 1usize);
         let mut read_guard = rw_lock.read();
 
         assert!(rw_lock.try_write().is_none());
 
-        RwSemReadGuard::unlocked(&mut read_guard, || {
+        RwLockReadGuard::unlocked(&mut read_guard, || {
             assert!(rw_lock.try_write().is_some());
         });
 
@@ -862,12 +864,12 @@ fn test_read_guard_unlocked() {
 #[test]
 fn test_write_guard_unlocked() {
     each_config(|config| {
-        let rw_lock = RwSem::with_config(config, 1usize);
+        let rw_lock = RwLock::with_config(config, 1usize);
         let mut write_guard = rw_lock.write();
 
         assert!(rw_lock.try_write().is_none());
 
-        RwSemWriteGuard::unlocked(&mut write_guard, || {
+        RwLockWriteGuard::unlocked(&mut write_guard, || {
             assert!(rw_lock.try_write().is_some());
         });
 

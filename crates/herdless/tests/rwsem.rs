@@ -378,7 +378,7 @@ fn stress_readers_never_see_a_writer_half_done() {
                             82..=83 => {
                                 let g = sem.upgradable_read();
                                 check(&g);
-                                if rng % 2 == 0 {
+                                if rng.is_multiple_of(2) {
                                     RwSemUpgradableReadGuard::unlock_fair(g);
                                 }
                             }
@@ -439,7 +439,7 @@ fn stress_readers_never_see_a_writer_half_done() {
                                 mine += 1;
                                 let r: RwSemReadGuard<'_, _> = RwSemWriteGuard::downgrade(g);
                                 check(&r);
-                                if rng % 2 == 0 {
+                                if rng.is_multiple_of(2) {
                                     RwSemReadGuard::unlock_fair(r);
                                 }
                             }

@@ -26,16 +26,16 @@
 //! variant the readers' minor faults), pages per fault (pager stats), and
 //! `kernel_faults`, the readers' minor faults from `getrusage`.
 
-use std::collections::HashMap;
 use std::fs::File;
 use std::io::Write;
 use std::os::fd::AsFd;
-use std::sync::{Mutex, OnceLock};
+use std::sync::Arc;
 
 use herdless_pager::{FileSource, HandlerMode, Pager};
 use serde::Serialize;
 
 use crate::harness::affinity::{allowed_cpus, Pin};
+use crate::harness::scratch::{self, PerSize};
 use crate::harness::{
     gang, Case, Experiment, LabError, Metric, PerSuite, Ratio, Role, Sample, Section, Variant,
 };
@@ -173,60 +173,35 @@ fn section(title: &'static str, random: bool, quick: &[usize]) -> Section<Params
     s
 }
 
-/// The backing file of `bytes` bytes (written once per size, unlinked at
-/// once) and the wrapping sum of its little-endian words.
+/// The backing file of `bytes` bytes (written once per size, in tmpfs,
+/// unlinked: [`scratch`]) and the wrapping sum of its little-endian words.
 fn backing(bytes: usize) -> Result<(File, u64), LabError> {
-    static FILES: OnceLock<Mutex<HashMap<usize, (File, u64)>>> = OnceLock::new();
-    let files = FILES.get_or_init(|| Mutex::new(HashMap::new()));
-    let mut files = files
-        .lock()
-        .map_err(|_| LabError::Panicked("the backing-file table".into()))?;
-    if let Some((f, sum)) = files.get(&bytes) {
-        let f = f
-            .try_clone()
-            .map_err(|e| LabError::os("dup backing file", e))?;
-        return Ok((f, *sum));
-    }
-    let dir = std::path::Path::new("/dev/shm");
-    let dir = if dir.is_dir() {
-        dir.to_path_buf()
-    } else {
-        std::env::temp_dir()
-    };
-    let path = dir.join(format!(
-        "herdless-lab-fault-around-{}-{bytes}",
-        std::process::id()
-    ));
-    let os = |what: &str| {
-        let what = format!("{what} {}", path.display());
-        move |e| LabError::os(what, e)
-    };
-    let mut file = File::options()
-        .read(true)
-        .write(true)
-        .create_new(true)
-        .open(&path)
-        .map_err(os("creating"))?;
-    // Unlinked at once: the descriptor keeps it; nothing is left behind.
-    std::fs::remove_file(&path).map_err(os("unlinking"))?;
-    let mut sum = 0u64;
-    let mut chunk = vec![0u8; 1 << 20];
-    let mut word = 0u64;
-    for c in 0..bytes / chunk.len().min(bytes) {
-        for (k, w) in chunk.chunks_exact_mut(8).enumerate() {
-            word = word
-                .wrapping_mul(6_364_136_223_846_793_005)
-                .wrapping_add(1_442_695_040_888_963_407 ^ (c * 131_072 + k) as u64);
-            w.copy_from_slice(&word.to_le_bytes());
-            sum = sum.wrapping_add(word);
+    static FILES: PerSize<Arc<(File, u64)>> = PerSize::new();
+    let made = FILES.get(bytes, || {
+        let os = |what: &'static str| move |e| LabError::os(what, e);
+        let mut file = scratch::tmpfs_file()?;
+        let mut sum = 0u64;
+        let mut chunk = vec![0u8; 1 << 20];
+        let mut word = 0u64;
+        for c in 0..bytes / chunk.len().min(bytes) {
+            for (k, w) in chunk.chunks_exact_mut(8).enumerate() {
+                word = word
+                    .wrapping_mul(6_364_136_223_846_793_005)
+                    .wrapping_add(1_442_695_040_888_963_407 ^ (c * 131_072 + k) as u64);
+                w.copy_from_slice(&word.to_le_bytes());
+                sum = sum.wrapping_add(word);
+            }
+            file.write_all(&chunk[..chunk.len().min(bytes)])
+                .map_err(os("writing the backing file"))?;
         }
-        file.write_all(&chunk[..chunk.len().min(bytes)])
-            .map_err(os("writing"))?;
-    }
-    file.flush().map_err(os("flushing"))?;
-    let copy = file.try_clone().map_err(os("dup"))?;
-    files.insert(bytes, (file, sum));
-    Ok((copy, sum))
+        file.flush().map_err(os("flushing the backing file"))?;
+        Ok(Arc::new((file, sum)))
+    })?;
+    let file = made
+        .0
+        .try_clone()
+        .map_err(|e| LabError::os("dup backing file", e))?;
+    Ok((file, made.1))
 }
 
 /// Wrapping sum of the words of pages `pages` of `base`.

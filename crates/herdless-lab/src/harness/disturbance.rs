@@ -23,6 +23,8 @@ use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 
+use super::rusage::Usage;
+
 /// The share of the machine's CPU time (others + steal) from which a
 /// window counts as disturbed.
 pub const DISTURBED: f64 = 0.2;
@@ -115,12 +117,12 @@ impl CpuTimes {
     pub fn now() -> Option<CpuTimes> {
         let stat = std::fs::read_to_string("/proc/stat").ok()?;
         let ticks = parse_cpu_line(&stat)?;
-        let hz = clock_ticks_per_second();
+        let hz = rustix::param::clock_ticks_per_second() as f64;
         Some(CpuTimes {
             total: ticks.total as f64 / hz,
             busy: ticks.busy as f64 / hz,
             steal: ticks.steal as f64 / hz,
-            own: own_cpu_seconds(),
+            own: Usage::process().cpu_micros as f64 * 1e-6,
             at: Instant::now(),
         })
     }
@@ -177,23 +179,16 @@ struct CpuTicks {
 /// steal (guest time is already inside user and nice).
 fn parse_cpu_line(stat: &str) -> Option<CpuTicks> {
     let line = stat.lines().find(|l| l.starts_with("cpu "))?;
-    let v: Vec<u64> = line
+    let mut v: Vec<u64> = line
         .split_whitespace()
         .skip(1)
         .take(8)
         .map(|f| f.parse().ok())
         .collect::<Option<_>>()?;
-    let field = |i: usize| v.get(i).copied().unwrap_or(0);
-    let (user, nice, system, idle, iowait, irq, softirq, steal) = (
-        field(0),
-        field(1),
-        field(2),
-        field(3),
-        field(4),
-        field(5),
-        field(6),
-        field(7),
-    );
+    v.resize(8, 0); // older kernels have fewer fields
+    let [user, nice, system, idle, iowait, irq, softirq, steal] = v[..] else {
+        return None;
+    };
     Some(CpuTicks {
         total: user + nice + system + idle + iowait + irq + softirq + steal,
         busy: user + nice + system + irq + softirq,
@@ -208,30 +203,6 @@ fn parse_loadavg(text: &str) -> Option<LoadAverage> {
         five: f.next()??,
         fifteen: f.next()??,
     })
-}
-
-fn clock_ticks_per_second() -> f64 {
-    // SAFETY: sysconf has no preconditions; it returns -1 for an unknown
-    // name, which `_SC_CLK_TCK` is not on Linux.
-    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
-    if hz > 0 {
-        hz as f64
-    } else {
-        100.0
-    }
-}
-
-/// This process's user + system CPU seconds (`RUSAGE_SELF`).
-fn own_cpu_seconds() -> f64 {
-    // SAFETY: an all-zero `rusage` is a valid value of this plain C struct.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: `usage` is a valid, writable `rusage` for the call's
-    // duration.
-    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) } != 0 {
-        return 0.0;
-    }
-    let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 * 1e-6;
-    secs(usage.ru_utime) + secs(usage.ru_stime)
 }
 
 #[cfg(test)]

@@ -6,7 +6,7 @@
 //! formats through here, so a number reads the same everywhere. The JSON
 //! keeps the raw values.
 
-use super::report::Quotient;
+use super::quotient::Quotient;
 use super::spec::Bound;
 
 /// `value` with `digits` significant digits (no exponent, at most 6

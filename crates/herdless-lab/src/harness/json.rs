@@ -6,10 +6,10 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use super::disturbance::Conditions;
 use super::machine::Machine;
+use super::outcome::Outcome;
 use super::output::OutputFile;
 use super::report::{ExperimentReport, Report, SCHEMA};
 use super::runner::RunOptions;
-use super::verdict::Outcome;
 use super::LabError;
 
 impl Report {
@@ -138,8 +138,8 @@ impl Report {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::harness::outcome::Confidence;
     use crate::harness::toy::Toy;
-    use crate::harness::verdict::Confidence;
 
     #[test]
     fn a_file_without_outcomes_reads_with_them_derived() {

@@ -5,15 +5,17 @@
 //! measure one case once and return a [`Sample`]) and ratio columns with
 //! optional targets. The [`runner`] repeats, interleaves, re-measures noisy
 //! rows and aggregates, noting how busy the machine was ([`disturbance`]);
-//! the result is a plain [`Report`] ([`report`], [`machine`]) that
-//! [`verdict`] judges against the targets, that [`table`] (with [`grid`],
+//! the result is a plain [`Report`] ([`report`], [`machine`], its ratio
+//! values [`quotient`] and its verdicts' [`outcome`]) that [`verdict`]
+//! judges against the targets, that [`table`] (with [`grid`],
 //! [`format`](mod@format) and [`wrap`]), [`plot`], [`html`], [`summary`] and [`json`]
 //! render, and that [`compare`] compares across runs; [`narrative`] words
 //! each section's outcome and [`progress`] draws the bar. [`output`]
 //! claims the output paths before a run, [`console`] writes to stdout, and
 //! [`toy`] is the deterministic experiment the tests run.
 //! [`gang`](mod@gang), [`asleep`] and [`rusage`] are the measuring tools
-//! variants use, so no experiment writes a timing loop of its own.
+//! variants use, so no experiment writes a timing loop of its own, and
+//! [`scratch`] makes the files they read.
 //!
 //! # Adding an experiment
 //! ```text
@@ -48,14 +50,17 @@ pub mod html;
 pub mod json;
 pub mod machine;
 pub mod narrative;
+pub mod outcome;
 pub mod output;
 pub mod patience;
 pub mod plot;
 pub mod progress;
+pub mod quotient;
 pub mod rank_test;
 pub mod report;
 pub mod runner;
 pub mod rusage;
+pub mod scratch;
 pub mod spec;
 pub mod stats;
 pub mod summary;

@@ -148,19 +148,9 @@ fn evidence(s: &SectionReport) -> Option<String> {
                 Some(format!("{} {}", v.name, fmt_sig(m, 3)))
             })
             .collect();
-        if values.is_empty() {
-            continue;
+        if !values.is_empty() {
+            parts.push(format!("{}: {}", metric.heading(), values.join(", ")));
         }
-        let better = if metric.lower_is_better {
-            "lower"
-        } else {
-            "higher"
-        };
-        parts.push(format!(
-            "{name} ({}, {better} is better): {}",
-            metric.unit,
-            values.join(", ")
-        ));
     }
     if parts.is_empty() {
         return None;
@@ -183,15 +173,8 @@ fn peers(s: &SectionReport) -> Option<String> {
         .iter()
         .filter(|r| outside(&r.num) || outside(&r.den))
         .filter_map(|r| {
-            let values: Vec<f64> = r
-                .values
-                .iter()
-                .flatten()
-                .filter_map(|q| q.value())
-                .collect();
-            let lo = values.iter().copied().reduce(f64::min)?;
-            let hi = values.iter().copied().reduce(f64::max)?;
-            Some(if values.len() == 1 || fmt_ratio(lo) == fmt_ratio(hi) {
+            let (lo, hi) = r.range()?;
+            Some(if fmt_ratio(lo) == fmt_ratio(hi) {
                 format!("{} {}", r.name(), fmt_ratio(lo))
             } else {
                 format!("{} from {} to {}", r.name(), fmt_ratio(lo), fmt_ratio(hi))

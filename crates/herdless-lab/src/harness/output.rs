@@ -1,52 +1,54 @@
 //! Output paths checked before measuring: `--json FILE`, `--report DIR`
-//! and `--plot DIR` are claimed (folders created, files opened for writing)
-//! before the first measurement, so a bad path fails in a second instead of
-//! after a whole run.
+//! and `--plot DIR` are claimed (folders created, a file opened beside the
+//! target) before the first measurement, so a bad path fails in a second
+//! instead of after a whole run.
 //!
-//! An [`OutputFile`] is opened without truncating it: an existing file is
-//! only replaced when [`OutputFile::write`] is called, and a file the claim
-//! created is removed again if nothing is ever written to it.
+//! An [`OutputFile`] never touches the file it names until the output is
+//! complete: the claim opens a temporary file in the same folder, and
+//! [`OutputFile::write`] fills it and renames it over the target. An
+//! unwritten claim removes its temporary file and leaves the target as it
+//! was; a reader never sees a half-written file.
 
-use std::fs::{File, OpenOptions};
-use std::io::{Seek, SeekFrom, Write};
+use std::fs::Permissions;
+use std::io::Write;
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
+
+use tempfile::NamedTempFile;
 
 use super::LabError;
 
-/// A file the run will write, already opened.
+/// A file the run will write: a temporary file beside it, already open.
 #[derive(Debug)]
 pub struct OutputFile {
     path: PathBuf,
-    file: Option<File>,
-    /// Whether the claim created it (then an unwritten claim removes it).
-    created: bool,
+    temp: NamedTempFile,
 }
 
 impl OutputFile {
-    /// Creates `path`'s folder if missing and opens `path` for writing
-    /// (creating it, keeping an existing file's contents for now).
+    /// Creates `path`'s folder if missing and opens a temporary file in it;
+    /// fails if `path` is a folder.
     pub fn claim(path: &Path) -> Result<OutputFile, LabError> {
-        let fail = |source| LabError::File {
-            path: path.to_path_buf(),
-            source,
+        let fail = |path: &Path| {
+            let path = path.to_path_buf();
+            move |source| LabError::File { path, source }
         };
-        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-            std::fs::create_dir_all(parent).map_err(|source| LabError::File {
-                path: parent.to_path_buf(),
-                source,
-            })?;
+        if path.is_dir() {
+            return Err(fail(path)(std::io::ErrorKind::IsADirectory.into()));
         }
-        let existed = path.exists();
-        let file = OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(path)
-            .map_err(fail)?;
+        let folder = match path.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p,
+            _ => Path::new("."),
+        };
+        std::fs::create_dir_all(folder).map_err(fail(folder))?;
+        let temp = tempfile::Builder::new()
+            .prefix(".herdless-lab-")
+            .permissions(Permissions::from_mode(0o666)) // less the umask, as `File::create`
+            .tempfile_in(folder)
+            .map_err(fail(path))?;
         Ok(OutputFile {
             path: path.to_path_buf(),
-            file: Some(file),
-            created: !existed,
+            temp,
         })
     }
 
@@ -55,28 +57,16 @@ impl OutputFile {
         &self.path
     }
 
-    /// Replaces the file's contents with `bytes`; returns its path.
+    /// Writes `bytes` and renames them over the file; returns its path.
     pub fn write(mut self, bytes: &[u8]) -> Result<PathBuf, LabError> {
-        let mut file = self.file.take().expect("an unwritten claim holds its file");
-        let result = file
-            .set_len(0)
-            .and_then(|()| file.seek(SeekFrom::Start(0)))
-            .and_then(|_| file.write_all(bytes))
-            .and_then(|()| file.flush());
-        self.created = false;
-        result.map_err(|source| LabError::File {
+        let fail = |source| LabError::File {
             path: self.path.clone(),
             source,
-        })?;
-        Ok(self.path.clone())
-    }
-}
-
-impl Drop for OutputFile {
-    fn drop(&mut self) {
-        if self.created && self.file.take().is_some() {
-            let _ = std::fs::remove_file(&self.path);
-        }
+        };
+        self.temp.write_all(bytes).map_err(fail)?;
+        self.temp.as_file().sync_all().map_err(fail)?;
+        self.temp.persist(&self.path).map_err(|e| fail(e.error))?;
+        Ok(self.path)
     }
 }
 
@@ -95,9 +85,7 @@ impl OutputDir {
             source,
         };
         std::fs::create_dir_all(path).map_err(fail)?;
-        let probe = path.join(format!(".herdless-lab-probe-{}", std::process::id()));
-        File::create(&probe).map_err(fail)?;
-        let _ = std::fs::remove_file(&probe);
+        tempfile::tempfile_in(path).map_err(fail)?;
         Ok(OutputDir {
             path: path.to_path_buf(),
         })
@@ -125,7 +113,8 @@ mod tests {
         let dir = scratch("file");
         let path = dir.join("a/b/out.json");
         let claim = OutputFile::claim(&path).unwrap();
-        assert!(path.exists());
+        assert!(path.parent().unwrap().is_dir());
+        assert!(!path.exists(), "the target is written only when complete");
         claim.write(b"long contents").unwrap();
         OutputFile::claim(&path).unwrap().write(b"short").unwrap();
         assert_eq!(std::fs::read_to_string(&path).unwrap(), "short");
@@ -141,6 +130,11 @@ mod tests {
         std::fs::write(&path, "old").unwrap();
         drop(OutputFile::claim(&path).unwrap());
         assert_eq!(std::fs::read_to_string(&path).unwrap(), "old");
+        let names: Vec<_> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names, ["out.json"], "no temporary file left");
         std::fs::remove_dir_all(dir).unwrap();
     }
 

@@ -24,7 +24,7 @@ pub fn wait_until(
     let mut polls: u32 = 0;
     while !done() {
         polls = polls.wrapping_add(1);
-        if polls % 256 == 0 && start.elapsed() > PATIENCE {
+        if polls.is_multiple_of(256) && start.elapsed() > PATIENCE {
             return Err(LabError::Stuck {
                 what: what(),
                 after: PATIENCE,

@@ -38,13 +38,13 @@ use std::time::Instant;
 
 use super::disturbance::{CpuTimes, Tally};
 use super::format::fmt_ratio;
+use super::outcome::{Confidence, Outcome};
 use super::progress::Progress;
 use super::report::{
     CaseReport, Cell, ExperimentReport, MetricInfo, RatioReport, SectionReport, VariantInfo,
 };
 use super::spec::{Bound, Experiment, Metric, Sample, SectionPlan, Suite};
 use super::stats::Summary;
-use super::verdict::{Confidence, Outcome};
 use super::LabError;
 
 /// How to run.
@@ -432,7 +432,7 @@ fn summarise(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::harness::report::Quotient;
+    use crate::harness::quotient::Quotient;
     use crate::harness::spec::{Case, PerSuite, Ratio, Role, Section, Variant};
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::sync::Mutex;

@@ -1,5 +1,5 @@
-//! Software counters from `getrusage`: context switches and minor faults,
-//! the machine having no hardware performance counters.
+//! Software counters from `getrusage`: context switches, minor faults and
+//! CPU time, the machine having no hardware performance counters.
 //!
 //! Take a [`Usage`] before and after the measured work and subtract:
 //! `Usage::thread()` counts the calling thread only (exact for a worker's own
@@ -17,6 +17,8 @@ pub struct Usage {
     pub minor_faults: u64,
     /// Major page faults (I/O).
     pub major_faults: u64,
+    /// User plus system CPU time, in microseconds.
+    pub cpu_micros: u64,
 }
 
 impl Usage {
@@ -41,6 +43,7 @@ impl Usage {
                 .saturating_sub(earlier.involuntary_switches),
             minor_faults: self.minor_faults.saturating_sub(earlier.minor_faults),
             major_faults: self.major_faults.saturating_sub(earlier.major_faults),
+            cpu_micros: self.cpu_micros.saturating_sub(earlier.cpu_micros),
         }
     }
 
@@ -55,6 +58,7 @@ impl Usage {
         self.involuntary_switches += other.involuntary_switches;
         self.minor_faults += other.minor_faults;
         self.major_faults += other.major_faults;
+        self.cpu_micros += other.cpu_micros;
     }
 }
 
@@ -67,11 +71,13 @@ fn get(who: libc::c_int) -> Usage {
     // (and on failure `ru` stays zeroed, which reads as "no events").
     unsafe { libc::getrusage(who, &mut ru) };
     let count = |v: libc::c_long| u64::try_from(v).unwrap_or(0);
+    let micros = |t: libc::timeval| count(t.tv_sec) * 1_000_000 + count(t.tv_usec);
     Usage {
         voluntary_switches: count(ru.ru_nvcsw),
         involuntary_switches: count(ru.ru_nivcsw),
         minor_faults: count(ru.ru_minflt),
         major_faults: count(ru.ru_majflt),
+        cpu_micros: micros(ru.ru_utime) + micros(ru.ru_stime),
     }
 }
 

@@ -101,14 +101,13 @@ pub fn quantile(sorted: &[f64], q: f64) -> f64 {
     sorted[lo] + (sorted[hi] - sorted[lo]) * (pos - lo as f64)
 }
 
-/// The median of `samples` (any order); `None` when empty.
-pub fn median(samples: &[f64]) -> Option<f64> {
-    Summary::of(samples).map(|s| s.median)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn median(samples: &[f64]) -> Option<f64> {
+        Summary::of(samples).map(|s| s.median)
+    }
 
     #[test]
     fn median_of_odd_count_is_middle_value() {

@@ -6,8 +6,10 @@
 use std::fmt::Write as _;
 
 use super::format::{describe_bound, fmt_quotient};
-use super::report::{Quotient, Report, SectionReport};
-use super::verdict::{Judgement, Outcome};
+use super::outcome::Outcome;
+use super::quotient::Quotient;
+use super::report::{Report, SectionReport};
+use super::verdict::Judgement;
 
 /// One row per ratio target: experiment, claim, where it is judged, the
 /// deciding measured value (the worst over the cases it applies to), and

@@ -75,16 +75,7 @@ pub fn render_section(s: &SectionReport) -> String {
         if m > 0 && !s.measured(&metric.name) {
             continue;
         }
-        let better = if metric.lower_is_better {
-            "lower"
-        } else {
-            "higher"
-        };
-        let _ = writeln!(
-            out,
-            "\n{} ({}, {better} is better)",
-            metric.name, metric.unit
-        );
+        let _ = writeln!(out, "\n{}", metric.heading());
         let (header, rows) = metric_table(s, m, layout);
         out.push_str(&grid(&header, &rows, WIDTH));
         if m == 0 {

@@ -1,5 +1,6 @@
 //! Fitting text into a terminal of [`WIDTH`] columns: long lines (seed
-//! titles, verdicts, legends, errors) wrap at spaces with a hanging indent.
+//! titles, verdicts, legends, errors) wrap at spaces with a hanging indent
+//! (`textwrap`, first fit, words never split at their hyphens).
 //!
 //! Widths count characters, not bytes (`µ`, `×`, `≥` are one column each).
 
@@ -12,39 +13,16 @@ pub fn width(text: &str) -> usize {
 }
 
 /// `text` wrapped to `width` columns: the first line starts with `first`,
-/// the following ones with `rest`; breaks at spaces, and inside a word only
-/// when the word alone is wider than a line. Every line ends with `\n`.
+/// the following ones with `rest`; breaks at spaces (runs of white space,
+/// line breaks included, count as one), and inside a word only when the
+/// word alone is wider than a line. Every line ends with `\n`.
 pub fn wrap(text: &str, first: &str, rest: &str, width: usize) -> String {
-    let mut out = String::new();
-    let mut line = first.to_string();
-    let mut empty = true;
-    for word in text.split_whitespace() {
-        let need = if empty { 0 } else { 1 } + self::width(word);
-        if !empty && self::width(&line) + need > width {
-            out.push_str(line.trim_end());
-            out.push('\n');
-            line = rest.to_string();
-            empty = true;
-        }
-        if !empty {
-            line.push(' ');
-        }
-        let mut chars = word.chars().peekable();
-        while chars.peek().is_some() {
-            let room = width.saturating_sub(self::width(&line)).max(1);
-            let piece: String = chars.by_ref().take(room).collect();
-            line.push_str(&piece);
-            if chars.peek().is_some() {
-                out.push_str(&line);
-                out.push('\n');
-                line = rest.to_string();
-            }
-        }
-        empty = false;
-    }
-    out.push_str(line.trim_end());
-    out.push('\n');
-    out
+    let words = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    let options = textwrap::Options::new(width)
+        .initial_indent(first)
+        .subsequent_indent(rest)
+        .word_splitter(textwrap::WordSplitter::NoHyphenation);
+    textwrap::fill(&words, options) + "\n"
 }
 
 /// [`wrap`] at [`WIDTH`]: the first line keeps `text`'s leading spaces,
@@ -86,6 +64,11 @@ mod tests {
     fn a_word_wider_than_the_line_is_cut() {
         let text = wrap("abcdefghij", "", "", 4);
         assert_eq!(text, "abcd\nefgh\nij\n");
+    }
+
+    #[test]
+    fn hyphenated_names_are_not_split() {
+        assert_eq!(wrap("x wake-one", "", "", 8), "x\nwake-one\n");
     }
 
     #[test]

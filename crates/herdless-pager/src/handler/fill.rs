@@ -96,7 +96,7 @@ impl Shared {
         let off = self.space.source_offset(first);
         let bytes = n * self.page;
         let avail = self.available(off, bytes);
-        let partial_end = avail < bytes || avail % self.page != 0;
+        let partial_end = avail < bytes || !avail.is_multiple_of(self.page);
         let Some(mem) = self.source.memory().filter(|_| !partial_end) else {
             return self.fill_from_reads(first, n, ask, scratch);
         };

@@ -10,7 +10,7 @@ pub(crate) fn check_length(len: usize, page: usize) -> Result<(), PagerError> {
     if len == 0 {
         return Err(PagerError::ZeroLength);
     }
-    if len % page != 0 {
+    if !len.is_multiple_of(page) {
         return Err(PagerError::LengthNotPageMultiple { len, page });
     }
     Ok(())

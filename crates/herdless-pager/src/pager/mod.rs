@@ -127,7 +127,7 @@ impl Pager {
         let inside = offset
             .checked_add(len)
             .is_some_and(|end| end <= self.region.len);
-        if !inside || (aligned && (offset % page != 0 || len % page != 0)) {
+        if !inside || (aligned && (!offset.is_multiple_of(page) || !len.is_multiple_of(page))) {
             return Err(PagerError::BadRange {
                 offset,
                 len,

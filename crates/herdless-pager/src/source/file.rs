@@ -114,7 +114,7 @@ impl PageSource for FileSource {
                     // what a mapping shows; anything past that page is not.
                     let page = rustix::param::page_size() as u64;
                     let page_end = at.div_ceil(page) * page;
-                    if at + buf.len() as u64 <= page_end && at % page != 0 {
+                    if at + buf.len() as u64 <= page_end && !at.is_multiple_of(page) {
                         buf.fill(0);
                         return Ok(());
                     }

@@ -4,6 +4,14 @@ use thiserror::Error;
 
 /// [`send`](super::Channel::send) on a closed channel; the item is handed
 /// back.
+///
+/// ```
+/// let ch = herdless::Channel::new();
+/// ch.close();
+/// let err = ch.send(String::from("late")).unwrap_err();
+/// assert_eq!(err.to_string(), "sending on a closed channel");
+/// assert_eq!(err.into_inner(), "late");
+/// ```
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
 pub struct SendError<T>(pub T);
 
@@ -29,6 +37,14 @@ impl<T> std::fmt::Display for SendError<T> {
 impl<T> std::error::Error for SendError<T> {}
 
 /// Why [`recv`](super::Channel::recv) returned no item.
+///
+/// ```
+/// use herdless::channel::{Channel, RecvError};
+///
+/// let ch = Channel::<u8>::new();
+/// ch.close();
+/// assert_eq!(ch.recv(), Err(RecvError::Closed));
+/// ```
 #[derive(Clone, Copy, Debug, Error, PartialEq, Eq, Hash)]
 pub enum RecvError {
     /// The channel is closed and every item sent before the close has been
@@ -38,6 +54,15 @@ pub enum RecvError {
 }
 
 /// Why [`try_recv`](super::Channel::try_recv) returned no item.
+///
+/// ```
+/// use herdless::channel::{Channel, TryRecvError};
+///
+/// let ch = Channel::<u8>::new();
+/// assert_eq!(ch.try_recv(), Err(TryRecvError::Empty));
+/// ch.close();
+/// assert_eq!(ch.try_recv(), Err(TryRecvError::Closed));
+/// ```
 #[derive(Clone, Copy, Debug, Error, PartialEq, Eq, Hash)]
 pub enum TryRecvError {
     /// No item is queued right now.
@@ -49,6 +74,16 @@ pub enum TryRecvError {
 }
 
 /// Why [`recv_timeout`](super::Channel::recv_timeout) returned no item.
+///
+/// ```
+/// use std::time::Duration;
+/// use herdless::channel::{Channel, RecvTimeoutError};
+///
+/// let ch = Channel::<u8>::new();
+/// assert_eq!(ch.recv_timeout(Duration::ZERO), Err(RecvTimeoutError::Timeout));
+/// ch.close();
+/// assert_eq!(ch.recv_timeout(Duration::ZERO), Err(RecvTimeoutError::Closed));
+/// ```
 #[derive(Clone, Copy, Debug, Error, PartialEq, Eq, Hash)]
 pub enum RecvTimeoutError {
     /// The timeout elapsed with no item for this reader.

@@ -41,6 +41,18 @@ use crate::variants::WakeMode;
 use crate::wait_queue::{Attempt, TimedOut, WaitQueue};
 
 /// Event counts of a channel (all zero without the `stats` feature).
+///
+/// ```
+/// let ch = herdless::Channel::new();
+/// ch.send("job").unwrap();
+/// assert_eq!(ch.try_recv(), Ok("job"));
+/// let stats = ch.stats();
+/// if herdless::stats::ENABLED {
+///     assert_eq!((stats.sent, stats.received), (1, 1));
+/// } else {
+///     assert_eq!(stats, herdless::channel::ChannelStats::default());
+/// }
+/// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ChannelStats {
     /// Items accepted by `send`.
@@ -112,12 +124,23 @@ impl<T> std::fmt::Debug for Channel<T> {
 }
 
 impl<T> Channel<T> {
-    /// An open, empty channel whose sends wake one reader.
+    /// An open, empty channel whose sends wake one reader (see [`Channel`]
+    /// for an example).
     pub fn new() -> Self {
         Self::with_mode(WakeMode::Exclusive)
     }
 
-    /// An open, empty channel with the given wake mode.
+    /// An open, empty channel with the given wake mode: the lab's "before"
+    /// ([`WakeMode::WakeAll`]) next to the default.
+    ///
+    /// ```
+    /// use herdless::variants::WakeMode;
+    /// use herdless::Channel;
+    ///
+    /// let herd: Channel<u32> = Channel::with_mode(WakeMode::WakeAll);
+    /// assert_eq!(herd.mode(), WakeMode::WakeAll);
+    /// assert_eq!(Channel::<u32>::new().mode(), WakeMode::Exclusive);
+    /// ```
     pub fn with_mode(mode: WakeMode) -> Self {
         Channel {
             state: SpinParkLock::new(State {
@@ -137,14 +160,27 @@ impl<T> Channel<T> {
 
     /// The queue readers and pollers wait on: a poller registers its
     /// callback here ([`WaitQueue::register`]), then checks
-    /// [`is_readable`](Self::is_readable).
+    /// [`is_readable`](Self::is_readable). An [`EventPoll`](crate::EventPoll)
+    /// watches a channel this way (see [`Pollable`](crate::Pollable)).
     pub fn wait_queue(&self) -> &WaitQueue {
         &self.queue
     }
 
     /// Queues `item` and wakes one blocked reader (every reader in
-    /// [`WakeMode::WakeAll`]) and every poller. Fails, returning the item,
-    /// once the channel is closed.
+    /// [`WakeMode::WakeAll`]) and every poller. Never blocks: the queue is
+    /// unbounded.
+    ///
+    /// # Errors
+    /// [`SendError`], holding `item`, once the channel is closed.
+    ///
+    /// # Examples
+    /// ```
+    /// let ch = herdless::Channel::new();
+    /// ch.send(1).unwrap();
+    /// ch.close();
+    /// assert_eq!(ch.send(2).unwrap_err().into_inner(), 2);
+    /// assert_eq!(ch.try_recv(), Ok(1)); // items sent before the close stay
+    /// ```
     pub fn send(&self, item: T) -> Result<(), SendError<T>> {
         {
             let mut state = self.state.lock();
@@ -163,6 +199,22 @@ impl<T> Channel<T> {
     }
 
     /// Takes the oldest item without blocking.
+    ///
+    /// # Errors
+    /// [`TryRecvError::Empty`] when no item is queued,
+    /// [`TryRecvError::Closed`] when the channel is closed and drained.
+    ///
+    /// # Examples
+    /// ```
+    /// use herdless::channel::{Channel, TryRecvError};
+    ///
+    /// let ch = Channel::new();
+    /// assert_eq!(ch.try_recv(), Err(TryRecvError::Empty));
+    /// ch.send('a').unwrap();
+    /// ch.close();
+    /// assert_eq!(ch.try_recv(), Ok('a'));
+    /// assert_eq!(ch.try_recv(), Err(TryRecvError::Closed));
+    /// ```
     pub fn try_recv(&self) -> Result<T, TryRecvError> {
         let taken = {
             let mut state = self.state.lock();
@@ -189,7 +241,12 @@ impl<T> Channel<T> {
     }
 
     /// Blocks, as an exclusive waiter, until an item arrives (returns it)
-    /// or the channel is closed and drained.
+    /// or the channel is closed and drained. Each item wakes one blocked
+    /// reader; see [`Channel`] for an example with a reader thread.
+    ///
+    /// # Errors
+    /// [`RecvError::Closed`] once the channel is closed and every item sent
+    /// before the close has been received.
     pub fn recv(&self) -> Result<T, RecvError> {
         self.queue.wait_event_exclusive(|| self.attempt())
     }
@@ -197,6 +254,23 @@ impl<T> Channel<T> {
     /// [`recv`](Self::recv) for at most `timeout` (`Duration::ZERO`: one
     /// try; `Duration::MAX`: forever). A reader that a send chose just as
     /// its timeout fired takes the item rather than report `Timeout`.
+    ///
+    /// # Errors
+    /// [`RecvTimeoutError::Timeout`] when `timeout` passed with no item for
+    /// this reader, [`RecvTimeoutError::Closed`] when the channel is closed
+    /// and drained.
+    ///
+    /// # Examples
+    /// ```
+    /// use std::time::Duration;
+    /// use herdless::channel::{Channel, RecvTimeoutError};
+    ///
+    /// let ch = Channel::new();
+    /// let wait = Duration::from_millis(1);
+    /// assert_eq!(ch.recv_timeout(wait), Err(RecvTimeoutError::Timeout));
+    /// ch.send(7).unwrap();
+    /// assert_eq!(ch.recv_timeout(Duration::ZERO), Ok(7));
+    /// ```
     pub fn recv_timeout(&self, timeout: Duration) -> Result<T, RecvTimeoutError> {
         match self
             .queue
@@ -210,6 +284,13 @@ impl<T> Channel<T> {
     /// Whether a [`try_recv`](Self::try_recv) would not return `Empty` now:
     /// an item is queued, or the channel is closed (`poll`'s `EPOLLIN`, with
     /// closed as `EPOLLHUP`).
+    ///
+    /// ```
+    /// let ch = herdless::Channel::new();
+    /// assert!(!ch.is_readable());
+    /// ch.send(()).unwrap();
+    /// assert!(ch.is_readable());
+    /// ```
     pub fn is_readable(&self) -> bool {
         let state = self.state.lock();
         !state.items.is_empty() || state.closed
@@ -220,6 +301,29 @@ impl<T> Channel<T> {
     /// level-triggered and may be gone by the time the caller reads: another
     /// reader may take the item. Every send wakes every poller, so a poller
     /// that never reads cannot starve another one.
+    ///
+    /// # Errors
+    /// [`TimedOut`] when `timeout` passed and the channel never became
+    /// readable.
+    ///
+    /// # Examples
+    /// ```
+    /// use std::sync::Arc;
+    /// use std::time::Duration;
+    /// use herdless::Channel;
+    ///
+    /// let ch = Arc::new(Channel::new());
+    /// let poller = {
+    ///     let ch = ch.clone();
+    ///     std::thread::spawn(move || {
+    ///         ch.wait_readable(Duration::MAX).unwrap();
+    ///         ch.try_recv().ok() // the item, unless another reader took it
+    ///     })
+    /// };
+    /// ch.send(5).unwrap();
+    /// assert_eq!(poller.join().unwrap(), Some(5));
+    /// assert!(ch.wait_readable(Duration::ZERO).is_err()); // drained again
+    /// ```
     pub fn wait_readable(&self, timeout: Duration) -> Result<(), TimedOut> {
         self.queue
             .wait_event_timeout(|| self.is_readable(), timeout)
@@ -228,6 +332,13 @@ impl<T> Channel<T> {
     /// Closes the channel: later sends fail, and readers get
     /// [`RecvError::Closed`] once the queued items are drained. Wakes every
     /// reader and poller. Returns `false` if it was already closed.
+    ///
+    /// ```
+    /// let ch = herdless::Channel::<u8>::new();
+    /// assert!(ch.close());
+    /// assert!(!ch.close());
+    /// assert!(ch.is_closed() && ch.is_readable());
+    /// ```
     pub fn close(&self) -> bool {
         let was_closed = std::mem::replace(&mut self.state.lock().closed, true);
         if !was_closed {
@@ -242,6 +353,13 @@ impl<T> Channel<T> {
     }
 
     /// Number of queued items (a snapshot).
+    ///
+    /// ```
+    /// let ch = herdless::Channel::new();
+    /// assert!(ch.is_empty());
+    /// ch.send(1).unwrap();
+    /// assert_eq!(ch.len(), 1);
+    /// ```
     pub fn len(&self) -> usize {
         self.state.lock().items.len()
     }
@@ -251,7 +369,8 @@ impl<T> Channel<T> {
         self.len() == 0
     }
 
-    /// Event counts since construction (zeros without the `stats` feature).
+    /// Event counts since construction (zeros without the `stats` feature;
+    /// see [`ChannelStats`] for an example).
     pub fn stats(&self) -> ChannelStats {
         let queue = self.queue.stats();
         ChannelStats {

@@ -2,7 +2,8 @@
 
 use thiserror::Error;
 
-/// Why a [`wait`](super::FutexTable::wait) returned without being woken.
+/// Why a [`wait`](super::FutexTable::wait) returned without being woken
+/// (see there for an example).
 #[derive(Clone, Copy, Debug, Error, PartialEq, Eq, Hash)]
 pub enum WaitError {
     /// The word did not hold the expected value when the waiter looked, so
@@ -15,6 +16,16 @@ pub enum WaitError {
 }
 
 /// Why a [`cmp_requeue`](super::FutexTable::cmp_requeue) moved nobody.
+///
+/// ```
+/// use std::sync::atomic::AtomicU32;
+/// use herdless::{FutexTable, RequeueError};
+///
+/// let (table, a, b) = (FutexTable::new(), AtomicU32::new(1), AtomicU32::new(0));
+/// assert_eq!(table.cmp_requeue(&a, &a, 1, 1, 1), Err(RequeueError::SameWord));
+/// let err = table.cmp_requeue(&a, &b, 0, 1, 1).unwrap_err();
+/// assert_eq!(err.to_string(), "the source futex word holds 1, not the expected 0");
+/// ```
 #[derive(Clone, Copy, Debug, Error, PartialEq, Eq, Hash)]
 pub enum RequeueError {
     /// The source word did not hold the expected value (`EAGAIN`).
@@ -31,7 +42,9 @@ pub enum RequeueError {
     SameWord,
 }
 
-/// Invalid table construction.
+/// Invalid table construction (see
+/// [`FutexTable::with_buckets`](super::FutexTable::with_buckets) for an
+/// example).
 #[derive(Clone, Copy, Debug, Error, PartialEq, Eq, Hash)]
 pub enum FutexError {
     /// The bucket count must be a power of two between 1 and 2^20.

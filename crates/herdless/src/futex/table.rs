@@ -12,10 +12,25 @@ use crate::sync::{AtomicU32, Ordering};
 pub(crate) use crate::variants::WakePolicy;
 
 /// A successful wait: a wake (or requeue-wake) dequeued this waiter.
+///
+/// ```
+/// use std::sync::atomic::AtomicU32;
+/// use herdless::{FutexTable, Woken};
+///
+/// let (table, word) = (FutexTable::new(), AtomicU32::new(0));
+/// std::thread::scope(|s| {
+///     let waiter = s.spawn(|| table.wait(&word, 0, None));
+///     while table.queued(&word) == 0 {
+///         std::thread::yield_now(); // until the waiter sleeps
+///     }
+///     assert_eq!(table.wake(&word, 1), 1);
+///     assert_eq!(waiter.join().unwrap(), Ok(Woken));
+/// });
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Woken;
 
-/// What a [`FutexTable::cmp_requeue`] did.
+/// What a [`FutexTable::cmp_requeue`] did (see there for an example).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct Requeued {
     /// Waiters of the source word that were woken.
@@ -25,6 +40,20 @@ pub struct Requeued {
 }
 
 /// Event counts of a table (all zero without the `stats` feature).
+///
+/// ```
+/// use std::sync::atomic::AtomicU32;
+/// use herdless::FutexTable;
+///
+/// let (table, word) = (FutexTable::new(), AtomicU32::new(0));
+/// table.wake(&word, 1); // nobody waits: no lock taken
+/// let stats = table.stats();
+/// if herdless::stats::ENABLED {
+///     assert_eq!((stats.wakes, stats.wakes_skipped, stats.wakeups), (1, 1, 0));
+/// } else {
+///     assert_eq!(stats, herdless::futex::FutexStats::default());
+/// }
+/// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct FutexStats {
     /// Calls to `wait`.
@@ -139,18 +168,44 @@ fn default_buckets() -> usize {
 
 impl FutexTable {
     /// A table with the default bucket count (256 per CPU) and the
-    /// waiter-count fast path ([`WakePolicy::WaiterCount`]).
+    /// waiter-count fast path ([`WakePolicy::WaiterCount`]). See
+    /// [`FutexTable`] for an example.
     pub fn new() -> Self {
         Self::with_policy(WakePolicy::WaiterCount)
     }
 
     /// A table with the default bucket count and the given wake policy (the
     /// lab compares [`WakePolicy::AlwaysLock`], seed 004's "before").
+    ///
+    /// ```
+    /// use herdless::variants::WakePolicy;
+    /// use herdless::FutexTable;
+    ///
+    /// let before = FutexTable::with_policy(WakePolicy::AlwaysLock);
+    /// assert_eq!(before.policy(), WakePolicy::AlwaysLock);
+    /// assert_eq!(before.buckets(), FutexTable::new().buckets());
+    /// ```
     pub fn with_policy(policy: WakePolicy) -> Self {
         Self::build(policy, default_buckets())
     }
 
-    /// A table with `buckets` buckets: a power of two in `1..=MAX_BUCKETS`.
+    /// A table with `buckets` buckets: a power of two in `1..=MAX_BUCKETS`
+    /// (2^20).
+    ///
+    /// # Errors
+    /// [`FutexError::BucketCount`] when `buckets` is not a power of two or
+    /// exceeds `MAX_BUCKETS`.
+    ///
+    /// # Examples
+    /// ```
+    /// use herdless::futex::{FutexError, FutexTable};
+    /// use herdless::variants::WakePolicy;
+    ///
+    /// let one = FutexTable::with_buckets(WakePolicy::WaiterCount, 1).unwrap();
+    /// assert_eq!(one.buckets(), 1); // every word shares one queue
+    /// let err = FutexTable::with_buckets(WakePolicy::WaiterCount, 3).unwrap_err();
+    /// assert!(matches!(err, FutexError::BucketCount { requested: 3, .. }));
+    /// ```
     pub fn with_buckets(policy: WakePolicy, buckets: usize) -> Result<Self, FutexError> {
         if !buckets.is_power_of_two() || buckets > MAX_BUCKETS {
             return Err(FutexError::BucketCount {
@@ -173,6 +228,12 @@ impl FutexTable {
     /// The process-wide table (policy [`WakePolicy::WaiterCount`]) that
     /// herdless's own [`Mutex`](crate::Mutex) and [`Condvar`](crate::Condvar)
     /// use.
+    ///
+    /// ```
+    /// use herdless::FutexTable;
+    ///
+    /// assert!(std::ptr::eq(FutexTable::global(), FutexTable::global()));
+    /// ```
     #[cfg(not(loom))]
     pub fn global() -> &'static FutexTable {
         static GLOBAL: std::sync::OnceLock<FutexTable> = std::sync::OnceLock::new();
@@ -214,7 +275,15 @@ impl FutexTable {
         (key >> 2) & self.mask
     }
 
-    /// The bucket `word` hashes to (diagnostics and tests).
+    /// The bucket `word` hashes to (diagnostics and tests), below
+    /// [`buckets`](Self::buckets).
+    ///
+    /// ```
+    /// use std::sync::atomic::AtomicU32;
+    /// let table = herdless::FutexTable::new();
+    /// let word = AtomicU32::new(0);
+    /// assert!(table.bucket_of(&word) < table.buckets());
+    /// ```
     pub fn bucket_of(&self, word: &AtomicU32) -> usize {
         self.index(address(word))
     }
@@ -224,6 +293,26 @@ impl FutexTable {
     ///
     /// `None` and `Duration::MAX` wait without a deadline; a zero timeout
     /// checks the value and returns [`WaitError::TimedOut`] without sleeping.
+    /// Returns `Ok(`[`Woken`]`)` when a wake or a requeue-wake dequeued this
+    /// thread; callers loop on their word, since the value may have changed
+    /// again since (see [`FutexTable`] for that loop).
+    ///
+    /// # Errors
+    /// [`WaitError::ValueChanged`] when `*word != expected` at the check (the
+    /// thread did not sleep), [`WaitError::TimedOut`] when `timeout` passed
+    /// first.
+    ///
+    /// # Examples
+    /// ```
+    /// use std::sync::atomic::AtomicU32;
+    /// use std::time::Duration;
+    /// use herdless::{FutexTable, WaitError};
+    ///
+    /// let (table, word) = (FutexTable::new(), AtomicU32::new(7));
+    /// assert_eq!(table.wait(&word, 6, None), Err(WaitError::ValueChanged));
+    /// let nobody_wakes = Some(Duration::from_millis(1));
+    /// assert_eq!(table.wait(&word, 7, nobody_wakes), Err(WaitError::TimedOut));
+    /// ```
     pub fn wait(
         &self,
         word: &AtomicU32,
@@ -255,6 +344,28 @@ impl FutexTable {
     ///
     /// Store the new value of the word *before* calling `wake`: the ordering
     /// argument in the module docs relies on it.
+    ///
+    /// ```
+    /// use std::sync::atomic::{AtomicU32, Ordering};
+    /// use herdless::FutexTable;
+    ///
+    /// let (table, word) = (FutexTable::new(), AtomicU32::new(0));
+    /// std::thread::scope(|s| {
+    ///     for _ in 0..2 {
+    ///         s.spawn(|| {
+    ///             while word.load(Ordering::Acquire) == 0 {
+    ///                 let _ = table.wait(&word, 0, None);
+    ///             }
+    ///         });
+    ///     }
+    ///     while table.queued(&word) < 2 {
+    ///         std::thread::yield_now(); // until both sleep
+    ///     }
+    ///     word.store(1, Ordering::Release); // the new value first
+    ///     assert_eq!(table.wake(&word, 1), 1, "the oldest sleeper");
+    ///     assert_eq!(table.wake(&word, 5), 1, "only one was left");
+    /// });
+    /// ```
     pub fn wake(&self, word: &AtomicU32, n: usize) -> usize {
         if n == 0 {
             return 0;
@@ -262,7 +373,8 @@ impl FutexTable {
         self.unpark(address(word), n)
     }
 
-    /// Wakes every thread waiting on `word`.
+    /// Wakes every thread waiting on `word`; returns how many it woke (see
+    /// [`FutexTable`] for an example).
     pub fn wake_all(&self, word: &AtomicU32) -> usize {
         self.wake(word, usize::MAX)
     }
@@ -273,8 +385,42 @@ impl FutexTable {
     /// The comparison is made under the bucket locks, so no waiter can queue
     /// on `from` between the check and the move. A requeued waiter keeps
     /// sleeping until a wake on `to` dequeues it, and then reports
-    /// [`Woken`]. Moves nobody and returns an error if the value differs or
-    /// if `from` and `to` are the same word.
+    /// [`Woken`].
+    ///
+    /// # Errors
+    /// Moves nobody and returns [`RequeueError::ValueMismatch`] when
+    /// `*from != expected`, [`RequeueError::SameWord`] when `from` and `to`
+    /// are the same word.
+    ///
+    /// # Examples
+    /// A condition variable's broadcast: wake one waiter and move the other
+    /// onto the lock word, instead of waking both to fight over the lock.
+    /// ```
+    /// use std::sync::atomic::{AtomicU32, Ordering};
+    /// use herdless::{FutexTable, RequeueError, Requeued};
+    ///
+    /// let table = FutexTable::new();
+    /// let (cond, lock) = (AtomicU32::new(0), AtomicU32::new(0));
+    /// std::thread::scope(|s| {
+    ///     for _ in 0..2 {
+    ///         s.spawn(|| {
+    ///             while cond.load(Ordering::Acquire) == 0 {
+    ///                 let _ = table.wait(&cond, 0, None);
+    ///             }
+    ///         });
+    ///     }
+    ///     while table.queued(&cond) < 2 {
+    ///         std::thread::yield_now();
+    ///     }
+    ///     let err = table.cmp_requeue(&cond, &lock, 5, 1, 1).unwrap_err();
+    ///     assert_eq!(err, RequeueError::ValueMismatch { expected: 5, found: 0 });
+    ///     cond.store(1, Ordering::Release);
+    ///     let done = table.cmp_requeue(&cond, &lock, 1, 1, usize::MAX).unwrap();
+    ///     assert_eq!(done, Requeued { woken: 1, requeued: 1 });
+    ///     assert_eq!(table.queued(&lock), 1); // sleeps on the lock word now
+    ///     assert_eq!(table.wake(&lock, 1), 1);
+    /// });
+    /// ```
     pub fn cmp_requeue(
         &self,
         from: &AtomicU32,
@@ -305,6 +451,12 @@ impl FutexTable {
 
     /// The waiter count of the bucket that `word` hashes to (it includes
     /// waiters of other words in the same bucket).
+    ///
+    /// ```
+    /// use std::sync::atomic::AtomicU32;
+    /// let table = herdless::FutexTable::new();
+    /// assert_eq!(table.waiters(&AtomicU32::new(0)), 0);
+    /// ```
     pub fn waiters(&self, word: &AtomicU32) -> usize {
         self.buckets[self.index(address(word))]
             .waiters
@@ -315,7 +467,8 @@ impl FutexTable {
     ///
     /// Unlike [`waiters`](Self::waiters), which counts every thread that has
     /// announced itself on the bucket (including one still on its way to the
-    /// value check), this counts only waiters that a wake would find.
+    /// value check), this counts only waiters that a wake would find. See [`wake`](Self::wake)
+    /// for an example.
     pub fn queued(&self, word: &AtomicU32) -> usize {
         let key = address(word);
         let mut queue = self.buckets[self.index(key)].queue.lock();
@@ -328,7 +481,7 @@ impl FutexTable {
     }
 
     /// The sum of every bucket's waiter count: zero when nobody waits and no
-    /// operation is in flight.
+    /// operation is in flight (see [`FutexTable`] for an example).
     pub fn total_waiters(&self) -> usize {
         self.buckets
             .iter()
@@ -336,7 +489,8 @@ impl FutexTable {
             .sum()
     }
 
-    /// Event counts since construction (zeros without the `stats` feature).
+    /// Event counts since construction (zeros without the `stats` feature;
+    /// see [`FutexStats`] for an example).
     pub fn stats(&self) -> FutexStats {
         let c = &self.counters;
         FutexStats {

@@ -4,6 +4,16 @@ use thiserror::Error;
 
 /// Why an [`EventPoll`](super::EventPoll) operation was refused. Nothing
 /// changed when one of these is returned.
+///
+/// ```
+/// use std::sync::Arc;
+/// use herdless::poll::{EventPoll, PollError};
+///
+/// let poller = Arc::new(EventPoll::new());
+/// let to_itself = poller.add(poller.clone(), 0, Default::default(), Default::default());
+/// assert_eq!(to_itself, Err(PollError::Loop));
+/// assert_eq!(PollError::ZeroMax.to_string(), "max must be at least 1");
+/// ```
 #[derive(Clone, Copy, Debug, Error, PartialEq, Eq, Hash)]
 pub enum PollError {
     /// [`add`](super::EventPoll::add) of a source that is already in this
@@ -31,7 +41,8 @@ pub enum PollError {
     },
 }
 
-/// Why an [`EventFd`](super::EventFd) read or write did not complete.
+/// Why an [`EventFd`](super::EventFd) read or write did not complete (see
+/// [`EventFd`](super::EventFd) for an example).
 #[derive(Clone, Copy, Debug, Error, PartialEq, Eq, Hash)]
 pub enum EventFdError {
     /// A non-blocking read found the counter at zero (`EAGAIN`).

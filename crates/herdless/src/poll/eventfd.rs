@@ -71,19 +71,37 @@ impl EventFd {
     /// The largest value the counter can hold (`0xffff_ffff_ffff_fffe`).
     pub const MAX: u64 = u64::MAX - 1;
 
-    /// A counter at zero whose reads return and reset the whole value.
+    /// A counter at zero whose reads return and reset the whole value (see
+    /// [`EventFd`] for an example).
     pub fn new() -> Self {
         Self::with_initial(0, false)
     }
 
     /// A counter at zero whose reads return 1 and decrement it
-    /// (`EFD_SEMAPHORE`).
+    /// (`EFD_SEMAPHORE`): a write of `n` lets `n` reads through.
+    ///
+    /// ```
+    /// use herdless::poll::EventFd;
+    ///
+    /// let permits = EventFd::semaphore();
+    /// assert!(permits.is_semaphore());
+    /// permits.write(2).unwrap();
+    /// assert_eq!((permits.read(), permits.read()), (1, 1));
+    /// assert_eq!(permits.value(), 0);
+    /// ```
     pub fn semaphore() -> Self {
         Self::with_initial(0, true)
     }
 
     /// A counter starting at `initial` (clamped to [`MAX`](Self::MAX)), in
     /// semaphore mode or not.
+    ///
+    /// ```
+    /// use herdless::poll::EventFd;
+    ///
+    /// assert_eq!(EventFd::with_initial(3, false).value(), 3);
+    /// assert_eq!(EventFd::with_initial(u64::MAX, false).value(), EventFd::MAX);
+    /// ```
     pub fn with_initial(initial: u64, semaphore: bool) -> Self {
         EventFd {
             count: AtomicU64::new(initial.min(Self::MAX)),
@@ -172,7 +190,10 @@ impl EventFd {
     }
 
     /// Reads without blocking: the value (reset to zero), or 1 in semaphore
-    /// mode; [`EventFdError::WouldBlock`] if the counter is zero.
+    /// mode. See [`EventFd`] for an example.
+    ///
+    /// # Errors
+    /// [`EventFdError::WouldBlock`] when the counter is zero.
     pub fn try_read(&self) -> Result<u64, EventFdError> {
         let value = self.take().ok_or(EventFdError::WouldBlock)?;
         self.wake_writers();
@@ -188,21 +209,63 @@ impl EventFd {
 
     /// Blocks, as an exclusive waiter, until the counter is not zero, then
     /// reads it (see [`try_read`](Self::try_read)).
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use herdless::poll::EventFd;
+    ///
+    /// let done = Arc::new(EventFd::new());
+    /// let worker = {
+    ///     let done = done.clone();
+    ///     std::thread::spawn(move || done.write(1).unwrap())
+    /// };
+    /// assert_eq!(done.read(), 1); // sleeps until the worker signals
+    /// worker.join().unwrap();
+    /// ```
     pub fn read(&self) -> u64 {
         self.readers.wait_event_exclusive(|| self.read_attempt())
     }
 
     /// [`read`](Self::read) for at most `timeout` (`Duration::ZERO`: one
     /// try; `Duration::MAX`: forever).
+    ///
+    /// # Errors
+    /// [`EventFdError::TimedOut`] when the counter stayed zero for
+    /// `timeout`.
+    ///
+    /// # Examples
+    /// ```
+    /// use std::time::Duration;
+    /// use herdless::poll::{EventFd, EventFdError};
+    ///
+    /// let efd = EventFd::new();
+    /// assert_eq!(efd.read_timeout(Duration::from_millis(1)), Err(EventFdError::TimedOut));
+    /// efd.write(4).unwrap();
+    /// assert_eq!(efd.read_timeout(Duration::ZERO), Ok(4));
+    /// ```
     pub fn read_timeout(&self, timeout: Duration) -> Result<u64, EventFdError> {
         self.readers
             .wait_event_exclusive_timeout(|| self.read_attempt(), timeout)
             .map_err(|TimedOut| EventFdError::TimedOut)
     }
 
-    /// Adds `n` without blocking; [`EventFdError::Overflow`] (counter
-    /// unchanged) if the sum would exceed [`MAX`](Self::MAX),
-    /// [`EventFdError::InvalidValue`] for `n == u64::MAX`.
+    /// Adds `n` without blocking and wakes a blocked reader (`n` of them in
+    /// semaphore mode).
+    ///
+    /// # Errors
+    /// [`EventFdError::Overflow`] (counter unchanged) when the sum would
+    /// exceed [`MAX`](Self::MAX), [`EventFdError::InvalidValue`] for
+    /// `n == u64::MAX`.
+    ///
+    /// # Examples
+    /// ```
+    /// use herdless::poll::{EventFd, EventFdError};
+    ///
+    /// let efd = EventFd::with_initial(EventFd::MAX - 1, false);
+    /// assert_eq!(efd.try_write(2), Err(EventFdError::Overflow));
+    /// assert_eq!(efd.try_write(1), Ok(()));
+    /// assert_eq!(efd.value(), EventFd::MAX);
+    /// ```
     pub fn try_write(&self, n: u64) -> Result<(), EventFdError> {
         self.add(n)?;
         self.wake_readers(n);
@@ -216,8 +279,27 @@ impl EventFd {
         }
     }
 
-    /// Adds `n`, blocking (as an exclusive waiter) while it does not fit;
+    /// Adds `n`, blocking (as an exclusive waiter) while it does not fit
+    /// (until a read makes room).
+    ///
+    /// # Errors
     /// [`EventFdError::InvalidValue`] for `n == u64::MAX`, which never fits.
+    ///
+    /// # Examples
+    /// ```
+    /// use std::sync::Arc;
+    /// use herdless::poll::{EventFd, EventFdError};
+    ///
+    /// let efd = Arc::new(EventFd::with_initial(EventFd::MAX, false));
+    /// let writer = {
+    ///     let efd = efd.clone();
+    ///     std::thread::spawn(move || efd.write(1)) // full: waits for a read
+    /// };
+    /// assert_eq!(efd.read(), EventFd::MAX);
+    /// writer.join().unwrap().unwrap();
+    /// assert_eq!(efd.read(), 1);
+    /// assert_eq!(efd.write(u64::MAX), Err(EventFdError::InvalidValue));
+    /// ```
     pub fn write(&self, n: u64) -> Result<(), EventFdError> {
         if n == u64::MAX {
             return Err(EventFdError::InvalidValue);
@@ -226,6 +308,19 @@ impl EventFd {
     }
 
     /// [`write`](Self::write) for at most `timeout`.
+    ///
+    /// # Errors
+    /// [`EventFdError::TimedOut`] when `n` did not fit for `timeout`,
+    /// [`EventFdError::InvalidValue`] for `n == u64::MAX`.
+    ///
+    /// # Examples
+    /// ```
+    /// use std::time::Duration;
+    /// use herdless::poll::{EventFd, EventFdError};
+    ///
+    /// let full = EventFd::with_initial(EventFd::MAX, false);
+    /// assert_eq!(full.write_timeout(1, Duration::from_millis(1)), Err(EventFdError::TimedOut));
+    /// ```
     pub fn write_timeout(&self, n: u64, timeout: Duration) -> Result<(), EventFdError> {
         if n == u64::MAX {
             return Err(EventFdError::InvalidValue);
@@ -235,7 +330,16 @@ impl EventFd {
             .map_err(|TimedOut| EventFdError::TimedOut)?
     }
 
-    /// The queue blocked readers and readability pollers wait on.
+    /// The queue blocked readers and readability pollers wait on (what
+    /// [`Pollable::wait_queue`] returns).
+    ///
+    /// ```
+    /// use herdless::poll::{EventFd, Pollable};
+    ///
+    /// let efd = EventFd::new();
+    /// assert!(std::ptr::eq(efd.read_wait_queue(), efd.wait_queue()));
+    /// assert!(!std::ptr::eq(efd.wait_queue(), efd.write_wait_queue()));
+    /// ```
     pub fn read_wait_queue(&self) -> &WaitQueue {
         &self.readers
     }

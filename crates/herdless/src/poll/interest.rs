@@ -8,6 +8,18 @@ use std::ops::{BitAnd, BitOr, BitOrAssign};
 
 /// A set of readiness bits: what a source reports as its state, what an
 /// interest asks for, and what an [`Event`] says happened.
+///
+/// ```
+/// use herdless::poll::Readiness;
+///
+/// let interest = Readiness::READABLE | Readiness::WRITABLE;
+/// assert!(interest.contains(Readiness::READABLE) && !interest.contains(Readiness::HUP));
+/// let state = Readiness::WRITABLE | Readiness::HUP;
+/// // Reported: what the interest asks for, plus HUP and ERR always.
+/// assert_eq!(Readiness::READABLE.reported_of(state), Readiness::HUP);
+/// assert_eq!(format!("{state:?}"), "WRITABLE | HUP");
+/// assert_eq!(Readiness::from_bits_truncate(0xff), Readiness::ALL);
+/// ```
 #[derive(Clone, Copy, Default, PartialEq, Eq, Hash)]
 pub struct Readiness(u32);
 
@@ -106,6 +118,25 @@ impl fmt::Debug for Readiness {
 
 /// When a registered source is reported (epoll's `EPOLLET` and
 /// `EPOLLONESHOT`).
+///
+/// ```
+/// use std::sync::Arc;
+/// use std::time::Duration;
+/// use herdless::poll::{EventFd, EventPoll, Readiness, Trigger};
+///
+/// let (level, edge) = (EventPoll::new(), EventPoll::new());
+/// let efd = Arc::new(EventFd::new());
+/// level.add(efd.clone(), 0, Readiness::READABLE, Trigger::Level).unwrap();
+/// edge.add(efd.clone(), 0, Readiness::READABLE, Trigger::Edge).unwrap();
+/// efd.write(1).unwrap();
+/// let mut events = Vec::new();
+/// for _ in 0..2 {
+///     // Still readable: reported by every wait.
+///     assert_eq!(level.wait(&mut events, 1, Duration::ZERO), Ok(1));
+/// }
+/// assert_eq!(edge.wait(&mut events, 1, Duration::ZERO), Ok(1));
+/// assert_eq!(edge.wait(&mut events, 1, Duration::ZERO), Ok(0)); // no new event
+/// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum Trigger {
     /// Reported by every [`wait`](super::EventPoll::wait) while the source
@@ -120,7 +151,8 @@ pub enum Trigger {
     OneShot,
 }
 
-/// One ready source, as [`wait`](super::EventPoll::wait) reports it.
+/// One ready source, as [`wait`](super::EventPoll::wait) reports it (see
+/// [`EventPoll`](super::EventPoll) for an example).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Event {
     /// The token given to [`add`](super::EventPoll::add) (or the last

@@ -29,6 +29,50 @@ use crate::wait_queue::WaitQueue;
 /// [`EventFd`](super::EventFd) does), so that a consumer's reads do not call
 /// every read-interest poller back, which is what the kernel achieves by
 /// passing a key to the wake function.
+///
+/// # Examples
+/// A source of your own: a flag that becomes readable once raised.
+/// ```
+/// use std::sync::atomic::{AtomicBool, Ordering};
+/// use std::sync::Arc;
+/// use std::time::Duration;
+/// use herdless::poll::{EventPoll, Pollable, Readiness, Trigger};
+/// use herdless::WaitQueue;
+///
+/// #[derive(Default)]
+/// struct Flag {
+///     raised: AtomicBool,
+///     queue: WaitQueue,
+/// }
+///
+/// impl Flag {
+///     fn raise(&self) {
+///         self.raised.store(true, Ordering::Release); // the change first,
+///         self.queue.wake_up_all(); // then the wake
+///     }
+/// }
+///
+/// impl Pollable for Flag {
+///     fn readiness(&self) -> Readiness {
+///         match self.raised.load(Ordering::Acquire) {
+///             true => Readiness::READABLE,
+///             false => Readiness::EMPTY,
+///         }
+///     }
+///     fn wait_queue(&self) -> &WaitQueue {
+///         &self.queue
+///     }
+/// }
+///
+/// let flag = Arc::new(Flag::default());
+/// let poller = EventPoll::new();
+/// poller.add(flag.clone(), 1, Readiness::READABLE, Trigger::Level).unwrap();
+/// let mut events = Vec::new();
+/// assert_eq!(poller.wait(&mut events, 4, Duration::ZERO), Ok(0));
+/// flag.raise();
+/// assert_eq!(poller.wait(&mut events, 4, Duration::MAX), Ok(1));
+/// assert_eq!(events[0].readiness, Readiness::READABLE);
+/// ```
 pub trait Pollable: Send + Sync {
     /// The source's readiness now.
     fn readiness(&self) -> Readiness;

@@ -249,3 +249,63 @@ pub type RwSemWriteGuard<'a, T> = lock_api::RwLockWriteGuard<'a, RawRwSem, T>;
 /// The upgradable read guard of [`RwSem`].
 #[cfg(not(loom))]
 pub type RwSemUpgradableReadGuard<'a, T> = lock_api::RwLockUpgradableReadGuard<'a, RawRwSem, T>;
+/// A read guard of [`RwSem`] narrowed to a part of the data by
+/// `RwSemReadGuard::map`.
+#[cfg(not(loom))]
+pub type RwSemMappedReadGuard<'a, T> = lock_api::MappedRwLockReadGuard<'a, RawRwSem, T>;
+/// A write guard of [`RwSem`] narrowed to a part of the data by
+/// `RwSemWriteGuard::map`.
+#[cfg(not(loom))]
+pub type RwSemMappedWriteGuard<'a, T> = lock_api::MappedRwLockWriteGuard<'a, RawRwSem, T>;
+
+/// [`RwSem`] under the name `std::sync::RwLock` and `parking_lot::RwLock`
+/// users look for: the same type, with the same guards.
+///
+/// ```
+/// use herdless::{RwLock, RwLockReadGuard, RwLockUpgradableReadGuard, RwLockWriteGuard};
+///
+/// let lock = RwLock::new(vec![1]);
+/// {
+///     let a: RwLockReadGuard<'_, Vec<i32>> = lock.read();
+///     let b = lock.read(); // readers share the lock
+///     assert_eq!(a.len() + b.len(), 2);
+/// }
+/// let seen: RwLockUpgradableReadGuard<'_, Vec<i32>> = lock.upgradable_read();
+/// let mut w: RwLockWriteGuard<'_, Vec<i32>> = RwLockUpgradableReadGuard::upgrade(seen);
+/// w.push(2);
+/// let r = RwLockWriteGuard::downgrade(w);
+/// assert_eq!(*r, [1, 2]);
+/// ```
+#[cfg(not(loom))]
+pub type RwLock<T> = RwSem<T>;
+/// The read guard of [`RwLock`] (std's name for [`RwSemReadGuard`]).
+#[cfg(not(loom))]
+pub type RwLockReadGuard<'a, T> = RwSemReadGuard<'a, T>;
+/// The write guard of [`RwLock`] (std's name for [`RwSemWriteGuard`]).
+#[cfg(not(loom))]
+pub type RwLockWriteGuard<'a, T> = RwSemWriteGuard<'a, T>;
+/// The upgradable read guard of [`RwLock`] (parking_lot's name for
+/// [`RwSemUpgradableReadGuard`]).
+#[cfg(not(loom))]
+pub type RwLockUpgradableReadGuard<'a, T> = RwSemUpgradableReadGuard<'a, T>;
+/// A read guard of [`RwLock`] narrowed to a part of the data by
+/// `RwLockReadGuard::map` (parking_lot's name for [`RwSemMappedReadGuard`]).
+///
+/// ```
+/// use herdless::{MappedRwLockReadGuard, MappedRwLockWriteGuard, RwLock};
+/// use herdless::{RwLockReadGuard, RwLockWriteGuard};
+///
+/// let lock = RwLock::new((0, String::from("a")));
+/// let mut name: MappedRwLockWriteGuard<'_, String> = RwLockWriteGuard::map(lock.write(), |p| &mut p.1);
+/// name.push('b');
+/// drop(name);
+/// let count: MappedRwLockReadGuard<'_, i32> = RwLockReadGuard::map(lock.read(), |p| &p.0);
+/// let other = lock.read(); // a mapped read guard still shares the lock
+/// assert_eq!((*count, other.1.as_str()), (0, "ab"));
+/// ```
+#[cfg(not(loom))]
+pub type MappedRwLockReadGuard<'a, T> = RwSemMappedReadGuard<'a, T>;
+/// A write guard of [`RwLock`] narrowed to a part of the data by
+/// `RwLockWriteGuard::map` (parking_lot's name for [`RwSemMappedWriteGuard`]).
+#[cfg(not(loom))]
+pub type MappedRwLockWriteGuard<'a, T> = RwSemMappedWriteGuard<'a, T>;

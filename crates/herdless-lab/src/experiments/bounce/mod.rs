@@ -35,6 +35,7 @@ mod run;
 
 use serde::Serialize;
 
+use crate::experiments::herd;
 use crate::harness::{Case, Experiment, Metric, PerSuite, Ratio, Role, Section, Variant};
 use herdless_pager::HandlerMode;
 
@@ -119,14 +120,8 @@ pub fn experiment() -> Experiment {
         "seed 000, userfaultfd: switch to exclusive wakeup for blocking reads (Arcangeli, \
          2015): uffd-stress bounces served by blocking-read or poll handlers",
     )
-    .claim(
-        "uffd-stress 2.80 s before, 2.60 s after (-7%) with 24 threads on 24 CPUs, although half \
-         of the passes poll and stay wake-all; more for pure blocking reads",
-    )
-    .mechanism(
-        "blocking reads wait exclusively: a wake stops at the first exclusive waiter it wakes; \
-         poll waiters stay non-exclusive, so a poller queued first still wakes everyone",
-    )
+    .claim(herd::SEED_CLAIM)
+    .mechanism(herd::SEED_MECHANISM)
     .section(s)
 }
 

@@ -130,7 +130,7 @@ impl Measure for OneAtATime {
                 woken += got;
                 if got == 0 {
                     idle += 1;
-                    if idle % 1024 == 0 && start.elapsed() > PATIENCE {
+                    if idle.is_multiple_of(1024) && start.elapsed() > PATIENCE {
                         return Err(LabError::Stuck {
                             what: format!("woke {woken} of {n} sleepers"),
                             after: PATIENCE,

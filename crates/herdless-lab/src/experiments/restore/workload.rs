@@ -4,13 +4,12 @@
 //! snapshot file it restores, with the sum of each of its pages, so that a
 //! page served wrong fails the measurement.
 
-use std::collections::HashMap;
 use std::fs::File;
 use std::io::Write;
-use std::os::fd::AsRawFd;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::Arc;
 
+use crate::harness::scratch::{self, PerSize};
 use crate::harness::LabError;
 
 /// Bytes per page.
@@ -29,64 +28,42 @@ pub(crate) struct Snapshot {
     pub(crate) page_sums: Vec<u64>,
 }
 
-/// The snapshot of `len` bytes, written once per size (in `/dev/shm`, else
-/// the temp dir, unlinked at once: nothing is left behind).
+/// The snapshot of `len` bytes, written once per size (in tmpfs, unlinked:
+/// [`scratch`]).
 pub(crate) fn snapshot(len: usize) -> Result<Arc<Snapshot>, LabError> {
-    static FILES: OnceLock<Mutex<HashMap<usize, Arc<Snapshot>>>> = OnceLock::new();
-    let files = FILES.get_or_init(|| Mutex::new(HashMap::new()));
-    let mut files = files
-        .lock()
-        .map_err(|_| LabError::Panicked("the snapshot table".into()))?;
-    if let Some(s) = files.get(&len) {
-        return Ok(Arc::clone(s));
-    }
-    let dir = std::path::Path::new("/dev/shm");
-    let dir = if dir.is_dir() {
-        dir.to_path_buf()
-    } else {
-        std::env::temp_dir()
-    };
-    let path = dir.join(format!("herdless-lab-restore-{}-{len}", std::process::id()));
-    let os = |what: &str| {
-        let what = format!("{what} {}", path.display());
-        move |e| LabError::os(what, e)
-    };
-    let mut file = File::options()
-        .read(true)
-        .write(true)
-        .create_new(true)
-        .open(&path)
-        .map_err(os("creating"))?;
-    std::fs::remove_file(&path).map_err(os("unlinking"))?;
-    let mut page_sums = Vec::with_capacity(len / PAGE);
-    let mut chunk = vec![0u8; 1 << 20];
-    let mut word = 0x9E37_79B9_7F4A_7C15u64;
-    let mut at = 0;
-    while at < len {
-        let n = chunk.len().min(len - at);
-        for page in chunk[..n].chunks_exact_mut(PAGE) {
-            let mut sum = 0u64;
-            for w in page.chunks_exact_mut(8) {
-                word ^= word << 13;
-                word ^= word >> 7;
-                word ^= word << 17;
-                w.copy_from_slice(&word.to_le_bytes());
-                sum = sum.wrapping_add(word);
+    static FILES: PerSize<Arc<Snapshot>> = PerSize::new();
+    FILES.get(len, || {
+        let mut file = scratch::tmpfs_file()?;
+        let mut page_sums = Vec::with_capacity(len / PAGE);
+        let mut chunk = vec![0u8; 1 << 20];
+        let mut word = 0x9E37_79B9_7F4A_7C15u64;
+        let mut at = 0;
+        while at < len {
+            let n = chunk.len().min(len - at);
+            for page in chunk[..n].chunks_exact_mut(PAGE) {
+                let mut sum = 0u64;
+                for w in page.chunks_exact_mut(8) {
+                    word ^= word << 13;
+                    word ^= word >> 7;
+                    word ^= word << 17;
+                    w.copy_from_slice(&word.to_le_bytes());
+                    sum = sum.wrapping_add(word);
+                }
+                page_sums.push(sum);
             }
-            page_sums.push(sum);
+            file.write_all(&chunk[..n])
+                .map_err(|e| LabError::os("writing the snapshot", e))?;
+            at += n;
         }
-        file.write_all(&chunk[..n]).map_err(os("writing"))?;
-        at += n;
-    }
-    file.flush().map_err(os("flushing"))?;
-    let s = Arc::new(Snapshot {
-        path: PathBuf::from(format!("/proc/self/fd/{}", file.as_raw_fd())),
-        _file: file,
-        len,
-        page_sums,
-    });
-    files.insert(len, Arc::clone(&s));
-    Ok(s)
+        file.flush()
+            .map_err(|e| LabError::os("flushing the snapshot", e))?;
+        Ok(Arc::new(Snapshot {
+            path: scratch::fd_path(&file),
+            _file: file,
+            len,
+            page_sums,
+        }))
+    })
 }
 
 /// The working set: `pages_wanted` distinct pages of a `pages`-page

@@ -32,10 +32,11 @@ pub use render::render;
 
 use super::disturbance::Conditions;
 use super::format::describe_bound;
+use super::outcome::{Confidence, Outcome};
+use super::quotient::Quotient;
 use super::rank_test;
-use super::report::{Quotient, Report, SectionReport};
+use super::report::{Report, SectionReport};
 use super::stats::Summary;
-use super::verdict::{Confidence, Outcome};
 
 /// The p-value at or below which a difference is more than noise.
 pub const SIGNIFICANCE: f64 = 0.01;
@@ -309,11 +310,13 @@ pub fn compare(a: &Report, b: &Report, all_metrics: bool) -> Comparison {
         for sa in &ea.sections {
             match find(b, &ea.name, &sa.title) {
                 Some(sb) => {
-                    let (diff, only_a, only_b) = section(&ea.name, sa, &sb, all_metrics);
-                    out.sections.push(diff);
+                    out.sections.push(section(&ea.name, sa, &sb, all_metrics));
                     out.targets.extend(targets(&ea.name, sa, &sb));
-                    out.only_in_a.extend(only_a);
-                    out.only_in_b.extend(only_b);
+                    let (in_a, in_b) = (cells(&ea.name, sa), cells(&ea.name, &sb));
+                    out.only_in_a
+                        .extend(in_a.iter().filter(|c| !in_b.contains(c)).cloned());
+                    out.only_in_b
+                        .extend(in_b.iter().filter(|c| !in_a.contains(c)).cloned());
                 }
                 None => out.only_in_a.extend(cells(&ea.name, sa)),
             }
@@ -387,16 +390,9 @@ fn targets(exp: &str, sa: &SectionReport, sb: &SectionReport) -> Vec<TargetDiff>
         .collect()
 }
 
-/// Compares two versions of one section.
-fn section(
-    exp: &str,
-    sa: &SectionReport,
-    sb: &SectionReport,
-    all_metrics: bool,
-) -> (SectionDiff, Vec<String>, Vec<String>) {
+/// Compares two versions of one section: the cells measured in both.
+fn section(exp: &str, sa: &SectionReport, sb: &SectionReport, all_metrics: bool) -> SectionDiff {
     let mut rows = Vec::new();
-    let (mut only_a, mut only_b) = (Vec::new(), Vec::new());
-    let name = |case: &str, variant: &str| format!("{exp} / {} / {case} / {variant}", sa.title);
     // B's declaration of the metrics decides the direction and the order.
     let metrics: Vec<_> = sb
         .metrics
@@ -406,12 +402,10 @@ fn section(
         .collect();
     for ca in &sa.cases {
         let cb = sb.cases.iter().find(|c| c.label == ca.label);
-        for cell_a in ca.cells.iter().filter(|c| !c.metrics.is_empty()) {
-            let Some(cell_b) = cb
-                .and_then(|cb| cb.cells.iter().find(|c| c.variant == cell_a.variant))
-                .filter(|c| !c.metrics.is_empty())
+        for cell_a in &ca.cells {
+            let Some(cell_b) =
+                cb.and_then(|cb| cb.cells.iter().find(|c| c.variant == cell_a.variant))
             else {
-                only_a.push(name(&ca.label, &cell_a.variant));
                 continue;
             };
             for &(i, metric) in &metrics {
@@ -435,24 +429,12 @@ fn section(
             }
         }
     }
-    for cb in &sb.cases {
-        let ca = sa.cases.iter().find(|c| c.label == cb.label);
-        for cell_b in cb.cells.iter().filter(|c| !c.metrics.is_empty()) {
-            let in_a = ca
-                .and_then(|ca| ca.cells.iter().find(|c| c.variant == cell_b.variant))
-                .is_some_and(|c| !c.metrics.is_empty());
-            if !in_a {
-                only_b.push(name(&cb.label, &cell_b.variant));
-            }
-        }
-    }
-    let diff = SectionDiff {
+    SectionDiff {
         experiment: exp.to_string(),
         title: sa.title.clone(),
         param: sa.param.clone(),
         rows,
-    };
-    (diff, only_a, only_b)
+    }
 }
 
 /// What differs between the two runs' settings, and how busy each

@@ -170,8 +170,8 @@ fn measured((median, spread): (f64, f64)) -> String {
 mod tests {
     use super::*;
     use crate::harness::compare::TargetDiff;
-    use crate::harness::report::Quotient;
-    use crate::harness::verdict::Confidence;
+    use crate::harness::outcome::Confidence;
+    use crate::harness::quotient::Quotient;
 
     fn verdict(met: bool, value: f64, confidence: Confidence) -> TargetVerdict {
         TargetVerdict {
