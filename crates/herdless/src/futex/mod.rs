@@ -74,12 +74,13 @@
 //! callbacks (ARCHITECTURE contract 5).
 
 mod bucket;
+mod calls;
 mod error;
 mod park;
 mod table;
 mod waiter;
 
+pub(crate) use calls::{ParkHow, Parked, RequeueOp, Unparked};
 pub use error::{FutexError, RequeueError, WaitError};
-pub(crate) use park::{ParkHow, Parked, RequeueOp, Unparked};
 pub(crate) use table::address;
 pub use table::{FutexStats, FutexTable, Requeued, Woken};

@@ -22,83 +22,13 @@ use std::num::NonZeroU32;
 use std::ptr::NonNull;
 
 use super::bucket::KeyedCursor;
+use super::calls::{ParkHow, Parked, RequeueOp, Unparked};
 use super::table::{FutexTable, Requeued, WakePolicy};
 use super::waiter::{with_record, Keyed, Waiter};
-use crate::deadline::Deadline;
 use crate::parker;
 use crate::sync::{fence, Ordering};
-use crate::util::waiter::{Slept, GRANTED, SPIN_FOR_GRANT};
+use crate::util::waiter::{Slept, GRANTED};
 use crate::util::wake_list::WakeList;
-
-/// How a [`FutexTable::park`] ended.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Parked {
-    /// An unpark dequeued the waiter and granted it `token`, from `key`
-    /// (the key it parked on, or the one a requeue moved it to).
-    Unparked {
-        /// The grant's token.
-        token: NonZeroU32,
-        /// The key the waiter was on when it was unparked.
-        key: usize,
-    },
-    /// `validate` said no: the waiter never queued.
-    Invalid,
-    /// The deadline passed before any unpark dequeued the waiter (or the
-    /// park was `try_only`).
-    TimedOut,
-}
-
-/// What an unpark found, as its `decide` callback sees it.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub(crate) struct Unparked {
-    /// Waiters dequeued (and about to be granted).
-    pub(crate) unparked: usize,
-    /// Whether waiters of the key remain queued after them.
-    pub(crate) have_more: bool,
-    /// Whether a lock should hand itself over fairly this time (the
-    /// bucket's eventual-fairness period is over; see
-    /// `Queue::due_for_fairness`). Only set when a waiter was found.
-    pub(crate) be_fair: bool,
-}
-
-/// What a requeue's `validate` decided, under both bucket locks.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct RequeueOp {
-    /// Waiters of the source key to wake first.
-    pub(crate) wake: usize,
-    /// Waiters of the source key to move to the target key after them.
-    pub(crate) requeue: usize,
-}
-
-/// How a [`FutexTable::park`] waits, beyond its key and callbacks.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct ParkHow {
-    /// When to give up.
-    pub(crate) deadline: Deadline,
-    /// Check `validate` and return [`Parked::TimedOut`] without queueing
-    /// (a zero timeout).
-    pub(crate) try_only: bool,
-    /// Queue ahead of every waiter of the bucket instead of behind them: a
-    /// mutex sleeper that was woken and lost the lock to a running thread
-    /// goes back to the head, where it was (FIFO among sleepers is kept).
-    pub(crate) front: bool,
-    /// Looks at the grant word before the first sleep (see
-    /// `Waiter::sleep_watching`).
-    pub(crate) watch: u32,
-}
-
-impl ParkHow {
-    /// Queue at the tail, watch the grant the default time, give up at
-    /// `deadline`.
-    pub(crate) fn until(deadline: Deadline) -> Self {
-        ParkHow {
-            deadline,
-            try_only: false,
-            front: false,
-            watch: SPIN_FOR_GRANT,
-        }
-    }
-}
 
 /// Cancels a queued record if `before_sleep` unwinds: the record lives on
 /// the unwinding frame and must leave the list first (running the

@@ -3,8 +3,8 @@
 use std::time::Duration;
 
 use super::bucket::{Bucket, KeyedCursor};
+use super::calls::{ParkHow, Parked, RequeueOp};
 use super::error::{FutexError, RequeueError, WaitError};
-use super::park::{ParkHow, Parked, RequeueOp};
 use crate::deadline::Deadline;
 use crate::stats::Counter;
 use crate::sync::{AtomicU32, Ordering};
