@@ -384,25 +384,7 @@ fn a_peer_of_another_user_is_turned_away_before_its_message_is_read() {
 }
 
 #[test]
-fn bad_options_and_paths_are_refused_before_anything_is_served() {
-    let cases: [(&[&str], &str); 5] = [
-        (&["--fault-around", "3000"], "is not a power of two"),
-        (
-            &["--fault-around", "4M"],
-            "larger than the 2097152-byte maximum",
-        ),
-        (&["--handlers", "0"], "at least one handler"),
-        (&["--handlers", "100000"], "at most 1024"),
-        (
-            &["--prefetch", "/nonexistent/trace"],
-            "trace /nonexistent/trace",
-        ),
-    ];
-    for (i, (args, what)) in cases.into_iter().enumerate() {
-        let (handler, dir, _) = handler_for(&format!("options-{i}"), 16, args);
-        refused(handler, what);
-        let _ = std::fs::remove_dir_all(dir);
-    }
+fn paths_that_cannot_be_served_are_refused_before_anything_is_served() {
     let dir = test_dir("paths");
     let (memory, _) = memory_file(&dir, 16 * PAGE, 1);
     std::fs::write(dir.join("taken"), b"keep me").unwrap();
@@ -411,6 +393,14 @@ fn bad_options_and_paths_are_refused_before_anything_is_served() {
     refused(
         start(&dir.join("sock"), &dir.join("no-such-memory"), &[]),
         "memory file",
+    );
+    refused(
+        start(
+            &dir.join("sock"),
+            &memory,
+            &["--prefetch", "/nonexistent/trace"],
+        ),
+        "trace /nonexistent/trace",
     );
     // A trace of another snapshot.
     let trace = dir.join("other.trace");

@@ -8,9 +8,11 @@
 //! Exit status: 0 when the VMM went away and every fault was served; 3
 //! when it went away but some faults could not be served from the memory
 //! file (poisoned: a file that shrank, a fault outside every mapping) or
-//! errors were reported; 1 when the handler refused (options, files, peer,
+//! errors were reported; 1 when the handler refused (files, socket, peer,
 //! handoff: one line on standard error says why) or its handlers failed;
-//! 2 for a usage error; 128 + the signal on `SIGINT`/`SIGTERM`.
+//! 2 for a usage error (an option's value or a combination that can never
+//! work, an output path naming an input or the other output); 128 + the
+//! signal on `SIGINT`/`SIGTERM`.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -59,9 +61,9 @@ struct Cli {
     copy_all: bool,
     /// Read the memory file into the page cache and map it before the VMM
     /// connects: all of it, as Firecracker's example handlers do
-    /// (MAP_POPULATE), or only the pages of TRACE. --prefetch does it for
-    /// its trace's pages.
-    #[arg(long, value_name = "TRACE")]
+    /// (MAP_POPULATE), or, as --populate=TRACE, only the pages of TRACE.
+    /// --prefetch does it for its trace's pages.
+    #[arg(long, value_name = "TRACE", num_args = 0..=1, require_equals = true)]
     populate: Option<Option<PathBuf>>,
     /// Write the figures as JSON to this file when the VMM exits.
     #[arg(long, value_name = "FILE")]
@@ -158,6 +160,7 @@ fn main() -> ExitCode {
     debug_assert_eq!(DEFAULT_SOCKET_MODE, 0o600);
     let restore = match Restore::bind(opts) {
         Ok(r) => r,
+        Err(e) if e.is_usage() => return usage(e.to_string()),
         Err(e) => {
             eprintln!("herdless-uffd: error: {e}");
             return ExitCode::from(1);

@@ -43,13 +43,39 @@ pub enum RestoreError {
         /// Why.
         source: io::Error,
     },
-    /// An output file (`--record`, `--stats-json`) cannot be written.
-    #[error("cannot write {}: {source}", path.display())]
+    /// An option's value is out of range, or options contradict each
+    /// other: a usage error (the binary exits 2).
+    #[error("{0}")]
+    Usage(String),
+    /// An output file (`--record`, `--stats-json`) names one of the
+    /// inputs, the socket, or the other output: a usage error (the binary
+    /// exits 2). Nothing was written.
+    #[error(
+        "{option} {}: that is {other} ({}); refusing to write over it",
+        path.display(),
+        other_path.display()
+    )]
+    OutputCollides {
+        /// The option (`--record`, `--stats-json`).
+        option: &'static str,
+        /// The output path given.
+        path: PathBuf,
+        /// What it collides with ("the memory file", "the --record output").
+        other: String,
+        /// That file's path, as given.
+        other_path: PathBuf,
+    },
+    /// An output file cannot be written where it is asked for (a missing
+    /// or read-only directory, a directory, a special file, a dangling
+    /// symlink). Nothing was written.
+    #[error("{option} {}: {reason}", path.display())]
     Output {
+        /// The option (`--record`, `--stats-json`).
+        option: &'static str,
         /// The file.
         path: PathBuf,
         /// Why.
-        source: io::Error,
+        reason: String,
     },
     /// A working-set trace cannot be read or is malformed.
     #[error("trace {}: {reason}", path.display())]
@@ -129,6 +155,25 @@ pub enum RestoreError {
 }
 
 impl RestoreError {
+    /// Whether this is a usage error (a bad option value or combination,
+    /// an output over an input): the command line can never work as
+    /// given, whatever the files and the VMM do. `herdless-uffd` exits 2
+    /// for these and 1 for every other refusal.
+    ///
+    /// ```
+    /// use herdless_pager::restore::{Restore, RestoreOptions};
+    /// let mut opts = RestoreOptions::new("/tmp/never.sock", "/tmp/never.mem");
+    /// opts.handlers = 0;
+    /// let e = Restore::bind(opts).err().unwrap();
+    /// assert!(e.is_usage(), "{e}");
+    /// ```
+    pub fn is_usage(&self) -> bool {
+        matches!(
+            self,
+            RestoreError::Usage(_) | RestoreError::OutputCollides { .. }
+        )
+    }
+
     pub(crate) fn io(what: &'static str, source: impl Into<io::Error>) -> Self {
         RestoreError::Io {
             what,

@@ -2,8 +2,10 @@
 //! the UFFD handoff with the pager's handlers, fault-around, working-set
 //! record and prefetch (issue 13), refusing what it should (issue 17).
 //!
-//! [`Restore::bind`] checks the options, opens the memory file (and the
-//! trace to prefetch, and the output files) and creates the socket; then
+//! [`Restore::bind`] checks the options and the output paths
+//! (`output.rs`: never one of the inputs, written only at the end, beside
+//! the target and renamed over it), opens the memory file (and the traces
+//! to read) and creates the socket; then
 //! [`Restore::run`] accepts the VMM's connection, receives its message
 //! (`handoff.rs`), checks the mappings against the memory file
 //! (`mappings.rs`), serves faults until the VMM goes away (`server.rs`,
@@ -22,13 +24,13 @@
 mod error;
 mod handoff;
 pub mod mappings;
+mod output;
 mod prefetch;
 mod server;
 mod signals;
 mod summary;
 pub mod trace;
 
-use std::fs::File;
 use std::os::unix::net::UnixListener;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -155,18 +157,34 @@ pub struct Restore {
     source: Option<FileSource>,
     file_len: u64,
     trace: Option<Trace>,
-    record_out: Option<File>,
-    stats_out: Option<File>,
+    /// Where `--record` and `--stats-json` are written (checked).
+    record_to: Option<PathBuf>,
+    stats_to: Option<PathBuf>,
     log: Log,
 }
 
 impl Restore {
-    /// Checks `opts`, opens the memory file, the trace to prefetch and the
-    /// output files, and creates the socket (refusing a path that exists).
+    /// Checks `opts` (usage errors first: option values, outputs that
+    /// name an input or each other; then the files), opens the memory file
+    /// and the traces to read, maps what is to be mapped ahead, and
+    /// creates the socket (refusing a path that exists). Opens nothing for
+    /// writing: the outputs are written when the VMM has gone
+    /// (`output.rs`).
+    ///
+    /// # Errors
+    /// Every refusal is a [`RestoreError`] whose message is one line;
+    /// [`RestoreError::is_usage`] tells a usage error from the others.
     pub fn bind(opts: RestoreOptions) -> Result<Self, RestoreError> {
         let page = rustix::param::page_size();
-        config::check_window(opts.fault_around, page)?;
-        config::check_handlers(opts.handlers)?;
+        let usage = |e: PagerError| RestoreError::Usage(e.to_string());
+        config::check_window(opts.fault_around, page).map_err(usage)?;
+        config::check_handlers(opts.handlers).map_err(usage)?;
+        if opts.prefetch_threads == 0 {
+            return Err(RestoreError::Usage(
+                "--prefetch-threads 0: at least one prefetch thread".into(),
+            ));
+        }
+        let targets = Self::check_outputs(&opts)?;
         let source = FileSource::open(&opts.memory_file).map_err(|e| match e {
             PagerError::SourceOpen { path, source } => RestoreError::MemoryFile { path, source },
             other => RestoreError::Pager(other),
@@ -200,16 +218,13 @@ impl Restore {
             Populate::Trace(path) => Some(checked(path)?),
             Populate::All | Populate::Nothing => None,
         };
-        let create = |path: &Option<PathBuf>| -> Result<Option<File>, RestoreError> {
-            path.as_ref()
-                .map(|p| {
-                    File::create(p).map_err(|source| RestoreError::Output {
-                        path: p.clone(),
-                        source,
-                    })
-                })
-                .transpose()
-        };
+        // Before reading the file ahead, which may take long; `listen`
+        // checks again.
+        if opts.socket.symlink_metadata().is_ok() {
+            return Err(RestoreError::SocketExists {
+                path: opts.socket.clone(),
+            });
+        }
         // Before the VMM connects: the pages that will be copied first.
         let log = Log { quiet: opts.quiet };
         // The whole file, or every page of the traces given (the prefetch
@@ -232,8 +247,6 @@ impl Restore {
                 "warning: could not read the memory file ahead: {e}"
             ));
         }
-        let record_out = create(&opts.record)?;
-        let stats_out = create(&opts.stats_json)?;
         let listener = handoff::listen(&opts.socket, opts.socket_mode)?;
         if opts.record.is_some() && opts.fault_around > page {
             log.line(
@@ -242,16 +255,42 @@ impl Restore {
                  whole working set",
             );
         }
+        let mut targets = targets.into_iter();
+        let record_to = opts.record.as_ref().and_then(|_| targets.next());
+        let stats_to = opts.stats_json.as_ref().and_then(|_| targets.next());
         Ok(Restore {
             opts,
             listener,
             source: Some(source),
             file_len,
             trace,
-            record_out,
-            stats_out,
+            record_to,
+            stats_to,
             log,
         })
+    }
+
+    /// The outputs checked against the inputs and each other
+    /// (`output.rs`): the files to write, `--record`'s first.
+    fn check_outputs(opts: &RestoreOptions) -> Result<Vec<PathBuf>, RestoreError> {
+        let outputs: Vec<output::Wanted<'_>> = [
+            ("--record", opts.record.as_deref()),
+            ("--stats-json", opts.stats_json.as_deref()),
+        ]
+        .into_iter()
+        .filter_map(|(option, path)| path.map(|path| output::Wanted { option, path }))
+        .collect();
+        let mut inputs: Vec<(&'static str, &Path)> = vec![
+            ("the memory file", &opts.memory_file),
+            ("the socket", &opts.socket),
+        ];
+        if let Some(p) = &opts.prefetch {
+            inputs.push(("the --prefetch trace", p));
+        }
+        if let Populate::Trace(p) = &opts.populate {
+            inputs.push(("the --populate trace", p));
+        }
+        output::check(&outputs, &inputs)
     }
 
     /// The socket's path.

@@ -19,7 +19,7 @@ use super::mappings::GuestMapping;
 use super::signals::Signals;
 use super::summary::{Ending, RestoreSummary};
 use super::trace::Trace;
-use super::{prefetch, Restore, RestoreError};
+use super::{output, prefetch, Restore, RestoreError};
 use crate::handler::{DiscardFence, Plan, Shared, SharedParts};
 use crate::pager::{config, threads};
 use crate::source::GuardedSource;
@@ -131,7 +131,7 @@ pub(super) fn serve(
         .map(|mut e| e.drain(..).map(|e| e.to_string()).collect())
         .unwrap_or_default();
     let recorded_pages = write_record(restore, &shared, &mut errors);
-    let summary = RestoreSummary {
+    let mut summary = RestoreSummary {
         stats,
         ending,
         served_for: started.elapsed(),
@@ -141,10 +141,14 @@ pub(super) fn serve(
         errors,
         page_size: page,
     };
-    if let (Some(f), Some(path)) = (restore.stats_out.take(), &restore.opts.stats_json) {
-        let written = serde_json::to_writer_pretty(f, &summary.to_json());
-        if let Err(e) = written {
-            log.line(&format!("cannot write {}: {e}", path.display()));
+    if let Some(target) = restore.stats_to.take() {
+        let text = serde_json::to_string_pretty(&summary.to_json())
+            .map_err(std::io::Error::from)
+            .and_then(|t| output::write_beside(&target, format!("{t}\n").as_bytes()));
+        if let Err(e) = text {
+            let msg = format!("cannot write the figures to {}: {e}", target.display());
+            log.line(&msg);
+            summary.errors.push(msg);
         }
     }
     Ok(summary)
@@ -161,13 +165,10 @@ fn stop(shared: &Shared, handlers: Vec<JoinHandle<()>>, prefetchers: Vec<JoinHan
     }
 }
 
-/// Writes the working-set trace (`--record`); the pages written.
+/// Writes the working-set trace (`--record`), beside its target and
+/// renamed over it; the pages written.
 fn write_record(restore: &mut Restore, shared: &Shared, errors: &mut Vec<String>) -> u64 {
-    let (Some(mut out), Some(path), Some(pages)) = (
-        restore.record_out.take(),
-        restore.opts.record.as_ref(),
-        shared.record.as_ref(),
-    ) else {
+    let (Some(target), Some(pages)) = (restore.record_to.take(), shared.record.as_ref()) else {
         return 0;
     };
     let pages = pages.lock().map(|p| p.clone()).unwrap_or_default();
@@ -176,8 +177,8 @@ fn write_record(restore: &mut Restore, shared: &Shared, errors: &mut Vec<String>
         restore.file_len,
         pages.iter().map(|&p| shared.space.source_offset(p)),
     );
-    if let Err(e) = std::io::Write::write_all(&mut out, trace.to_text().as_bytes()) {
-        let msg = format!("cannot write the trace {}: {e}", path.display());
+    if let Err(e) = output::write_beside(&target, trace.to_text().as_bytes()) {
+        let msg = format!("cannot write the trace {}: {e}", target.display());
         restore.log.line(&msg);
         errors.push(msg);
     }
