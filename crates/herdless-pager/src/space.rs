@@ -1,16 +1,22 @@
 //! The address space a set of handlers serves: one or more registered
 //! ranges of a process's memory (the [`Pager`](crate::Pager)'s own region,
 //! or a VMM's guest memory regions handed over by `herdless-uffd`), each
-//! backed by a range of the source. Pages are numbered across the regions,
-//! in address order, so one [`PageStates`](crate::page_state::PageStates)
-//! covers them all.
+//! backed by a range of the source and served in its own page size (the
+//! host's 4 KiB, or 2 MiB for a hugetlbfs region). Pages are numbered
+//! across the regions, in address order, each region's in its own unit
+//! (a 2 MiB region of 8 MiB is 4 pages), so one
+//! [`PageStates`](crate::page_state::PageStates) covers them all.
 //!
-//! A run of pages the fault path fills never crosses a region: fault-around
-//! windows are aligned within their region (region-relative page numbers,
-//! as the kernel aligns within a VMA) and clipped to the pages holding
-//! source bytes.
+//! A run of pages the fault path fills never crosses a region (so it has
+//! one page size): fault-around windows are aligned within their region
+//! (region-relative page numbers, as the kernel aligns within a VMA) and
+//! clipped to the pages holding source bytes.
 
 use std::ops::Range;
+
+/// The larger page size served besides the host's: 2 MiB, a hugetlbfs
+/// page on x86-64 and arm64 (Firecracker's `"huge_pages": "2M"`).
+pub(crate) const HUGE_PAGE: usize = 2 << 20;
 
 /// One registered range and the source bytes behind it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -26,6 +32,22 @@ pub(crate) struct Region {
     /// Its pages holding at least one source byte (from its start): past
     /// them the region reads zeros.
     pub(crate) source_pages: usize,
+    /// Its page size in bytes (every page of it is filled whole).
+    pub(crate) page: usize,
+}
+
+/// A region to serve: where it is, how long, where its bytes are in the
+/// source, and its page size.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Span {
+    /// First byte's address (aligned to `page`).
+    pub(crate) base: usize,
+    /// Length in bytes (a multiple of `page`).
+    pub(crate) len: usize,
+    /// Where its first byte comes from in the source.
+    pub(crate) source_offset: u64,
+    /// Page size in bytes.
+    pub(crate) page: usize,
 }
 
 /// The regions a set of handlers serves.
@@ -33,33 +55,33 @@ pub(crate) struct Region {
 pub(crate) struct Space {
     /// Sorted by address, not overlapping (checked by whoever built them).
     regions: Box<[Region]>,
-    page: usize,
     pages: usize,
 }
 
 impl Space {
-    /// Regions `(base, len, source_offset)`, sorted by address and not
-    /// overlapping, page-aligned, over a source of `source_len` bytes.
-    pub(crate) fn new(mut spans: Vec<(usize, usize, u64)>, page: usize, source_len: u64) -> Self {
-        spans.sort_by_key(|s| s.0);
+    /// Regions `spans`, not overlapping, each aligned to its page size,
+    /// over a source of `source_len` bytes.
+    pub(crate) fn new(mut spans: Vec<Span>, source_len: u64) -> Self {
+        spans.sort_by_key(|s| s.base);
         let mut first_page = 0;
         let regions = spans
             .into_iter()
-            .map(|(base, len, source_offset)| {
-                let pages = len / page;
+            .map(|s| {
+                let pages = s.len / s.page;
                 let source_pages = usize::try_from(
                     source_len
-                        .saturating_sub(source_offset)
-                        .div_ceil(page as u64),
+                        .saturating_sub(s.source_offset)
+                        .div_ceil(s.page as u64),
                 )
                 .unwrap_or(usize::MAX)
                 .min(pages);
                 let r = Region {
-                    base,
-                    len,
-                    source_offset,
+                    base: s.base,
+                    len: s.len,
+                    source_offset: s.source_offset,
                     first_page,
                     source_pages,
+                    page: s.page,
                 };
                 first_page += pages;
                 r
@@ -67,7 +89,6 @@ impl Space {
             .collect();
         Space {
             regions,
-            page,
             pages: first_page,
         }
     }
@@ -95,19 +116,29 @@ impl Space {
             .partition_point(|r| r.base <= addr)
             .checked_sub(1)?;
         let r = &self.regions[i];
-        (addr - r.base < r.len).then(|| r.first_page + (addr - r.base) / self.page)
+        (addr - r.base < r.len).then(|| r.first_page + (addr - r.base) / r.page)
     }
 
     /// Page `p`'s address.
     pub(crate) fn addr(&self, p: usize) -> usize {
         let r = self.region_of(p);
-        r.base + (p - r.first_page) * self.page
+        r.base + (p - r.first_page) * r.page
+    }
+
+    /// Page `p`'s size in bytes (its region's page size).
+    pub(crate) fn page_size(&self, p: usize) -> usize {
+        self.region_of(p).page
+    }
+
+    /// The largest page size of any region.
+    pub(crate) fn largest_page(&self) -> usize {
+        self.regions.iter().map(|r| r.page).max().unwrap_or(0)
     }
 
     /// Where page `p`'s bytes start in the source.
     pub(crate) fn source_offset(&self, p: usize) -> u64 {
         let r = self.region_of(p);
-        r.source_offset + ((p - r.first_page) * self.page) as u64
+        r.source_offset + ((p - r.first_page) * r.page) as u64
     }
 
     /// The end (exclusive) of page `p`'s region's pages holding source
@@ -140,20 +171,21 @@ impl Space {
                 let lo = start.max(r.base);
                 let hi = end.min(r.base + r.len);
                 (lo < hi).then(|| {
-                    r.first_page + (lo - r.base) / self.page
-                        ..r.first_page + (hi - r.base).div_ceil(self.page)
+                    r.first_page + (lo - r.base) / r.page
+                        ..r.first_page + (hi - r.base).div_ceil(r.page)
                 })
             })
             .collect()
     }
 
-    /// The pages whose source bytes are `[offset, offset + len)` of the
-    /// source (page-aligned), as ranges of page numbers per region.
+    /// The pages holding any of the source bytes `[offset, offset + len)`,
+    /// as ranges of page numbers per region (in each region's own unit: a
+    /// 4 KiB range in a 2 MiB region is the 2 MiB page holding it).
     pub(crate) fn pages_of_source(&self, offset: u64, len: u64) -> Vec<Range<usize>> {
-        let page = self.page as u64;
         self.regions
             .iter()
             .filter_map(|r| {
+                let page = r.page as u64;
                 let r_end = r.source_offset + r.len as u64;
                 let lo = offset.max(r.source_offset);
                 let hi = offset.saturating_add(len).min(r_end);
@@ -173,13 +205,25 @@ mod tests {
     use super::*;
 
     const P: usize = 4096;
+    const H: usize = 2 << 20;
+
+    fn span(base: usize, len: usize, source_offset: u64, page: usize) -> Span {
+        Span {
+            base,
+            len,
+            source_offset,
+            page,
+        }
+    }
 
     #[test]
     fn pages_are_numbered_across_regions_in_address_order() {
         // Given out of order; the second region's source starts at 0.
         let s = Space::new(
-            vec![(0x40_0000, 4 * P, 0), (0x10_0000, 8 * P, 4 * P as u64)],
-            P,
+            vec![
+                span(0x40_0000, 4 * P, 0, P),
+                span(0x10_0000, 8 * P, 4 * P as u64, P),
+            ],
             10 * P as u64 + 100,
         );
         assert_eq!(s.pages(), 12);
@@ -206,5 +250,38 @@ mod tests {
             s.pages_of_source(3 * P as u64, 3 * P as u64),
             vec![0..2, 11..12]
         );
+    }
+
+    #[test]
+    fn a_hugepage_region_is_numbered_in_its_own_pages_beside_a_4k_one() {
+        // 8 MiB of 2 MiB pages at 0x4000_0000 (file bytes 1 MiB on), and
+        // 1 MiB of 4 KiB pages at 0x1000_0000 (file bytes 0 on).
+        let s = Space::new(
+            vec![
+                span(0x4000_0000, 4 * H, 1 << 20, H),
+                span(0x1000_0000, 256 * P, 0, P),
+            ],
+            (1 << 20) + 4 * H as u64,
+        );
+        assert_eq!(s.pages(), 256 + 4);
+        assert_eq!(s.largest_page(), H);
+        assert_eq!(s.page_of(0x4000_0000 + H + 12345), Some(257));
+        assert_eq!(s.page_size(257), H);
+        assert_eq!(s.page_size(3), P);
+        assert_eq!(s.addr(258), 0x4000_0000 + 2 * H);
+        assert_eq!(s.source_offset(259), (1 << 20) + 3 * H as u64);
+        assert_eq!(s.source_end(256), 260);
+        assert_eq!(s.window(257, 1), 257..258);
+        // A discard of 4 KiB inside a huge page covers the whole page.
+        assert_eq!(
+            s.pages_in(0x4000_0000 + H + P, 0x4000_0000 + H + 2 * P),
+            vec![257..258]
+        );
+        // Trace bytes in 4 KiB units land on the huge page holding them.
+        assert_eq!(
+            s.pages_of_source((1 << 20) + H as u64 + 4096, 4096),
+            vec![257..258]
+        );
+        assert_eq!(s.pages_of_source(4096, 2 * P as u64), vec![1..3]);
     }
 }

@@ -31,6 +31,7 @@ pub(crate) struct Counters {
     pub(crate) pages_fault_around: AtomicU64,
     pub(crate) pages_populated: AtomicU64,
     pub(crate) pages_prefetched: AtomicU64,
+    pub(crate) bytes_installed: AtomicU64,
     pub(crate) zero_pages: AtomicU64,
     pub(crate) eexist: AtomicU64,
     pub(crate) eagain_partial: AtomicU64,
@@ -93,6 +94,7 @@ impl Counters {
             pages_fault_around: self.pages_fault_around.load(Relaxed),
             pages_populated: self.pages_populated.load(Relaxed),
             pages_prefetched: self.pages_prefetched.load(Relaxed),
+            bytes_installed: self.bytes_installed.load(Relaxed),
             zero_pages: self.zero_pages.load(Relaxed),
             eexist: self.eexist.load(Relaxed),
             eagain_partial: self.eagain_partial.load(Relaxed),
@@ -155,6 +157,10 @@ pub struct PagerStats {
     /// Pages filled from the source by a working-set prefetch
     /// (`herdless-uffd --prefetch`, or copying everything up front).
     pub pages_prefetched: u64,
+    /// Bytes filled from the source, all causes: the pages above times
+    /// their size (`herdless-uffd` may serve 4 KiB and 2 MiB pages in one
+    /// restore).
+    pub bytes_installed: u64,
     /// Zero pages mapped (past the source's end, or after a discard).
     pub zero_pages: u64,
     /// Fills that met an already present page (`EEXIST`).

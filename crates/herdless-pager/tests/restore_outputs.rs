@@ -270,7 +270,12 @@ fn a_handler_killed_while_serving_leaves_the_old_outputs_and_a_finished_one_repl
     let (status, out, err) = handler.finish();
     assert_eq!(status.code(), Some(0), "{out}\n{err}");
     let t = herdless_pager::restore::Trace::read(Path::new(&trace)).unwrap();
-    assert_eq!(t.runs, vec![(5 * PAGE as u64, 2), (100 * PAGE as u64, 1)]);
+    let want = herdless_pager::restore::Trace::from_offsets(
+        PAGE as u64,
+        bytes.len() as u64,
+        [5, 6, 100].map(|p| (p * PAGE) as u64),
+    );
+    assert_eq!(t, want);
     let json: serde_json::Value = serde_json::from_slice(&std::fs::read(&stats).unwrap()).unwrap();
     assert_eq!(json["recorded_pages"].as_u64(), Some(3), "{json}");
     let names: Vec<String> = std::fs::read_dir(d)

@@ -121,14 +121,14 @@ fn mappings_that_do_not_fit_the_memory_file_are_refused() {
             "size 0x1001 is not a multiple",
         ),
         (
-            "hugetlbfs",
-            format!("[{}]", mapping(a & !0x1f_ffff, 2 << 20, 0, 2 << 20)),
-            "page size 2097152 is not served",
+            "page-size",
+            format!("[{}]", mapping(a & !0x3f_ffff, 4 << 20, 0, 4 << 20)),
+            "page size 4194304 is not served",
         ),
         ("empty", "[]".to_string(), "lists no memory mappings"),
     ];
     for (name, body, what) in cases {
-        let file_pages = if name == "hugetlbfs" { 1024 } else { 24 };
+        let file_pages = if name == "page-size" { 1024 } else { 24 };
         message_refused(name, file_pages, &mem, &body, what);
     }
 }

@@ -38,6 +38,7 @@ struct Cli {
     memory_file: PathBuf,
     /// Fault-around window in bytes (a power of two, 4096 to 2 MiB; 4096
     /// is off, as Firecracker's example handler). Accepts K and M suffixes.
+    /// Regions of 2 MiB hugepages are served one whole page per fault.
     #[arg(long, value_name = "BYTES", default_value = "4096", value_parser = parse_bytes)]
     fault_around: usize,
     /// Handler threads.

@@ -155,7 +155,8 @@ impl Shared {
                 // Counted before it is queued, so `settle` never sees it done
                 // before it was sent (Release pairs with settle's Acquire).
                 c.rezap_ranges_sent.fetch_add(1, Ordering::Release);
-                if tx.send((self.space.addr(first), n * self.page)).is_err() {
+                let len = n * self.page_size(first);
+                if tx.send((self.space.addr(first), len)).is_err() {
                     c.rezap_ranges_done.fetch_add(1, Ordering::Release);
                 }
             }
@@ -167,6 +168,7 @@ impl Shared {
     /// the working-set record).
     pub(super) fn publish(&self, at: usize, n: usize, first: usize, ask: Ask) {
         let c = &self.counters;
+        c.add(&c.bytes_installed, (n * self.page_size(at)) as u64);
         match ask {
             Ask::Blocking => c.add(&c.pages_populated, n as u64),
             Ask::Prefetch | Ask::AheadNoWait => c.add(&c.pages_prefetched, n as u64),

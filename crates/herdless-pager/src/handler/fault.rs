@@ -34,7 +34,7 @@ impl Shared {
                         // The faulting page and the window's pages after it
                         // that we can claim, in one run: one copy fills them
                         // all and wakes the faulting thread.
-                        let end = self.space.window(page, self.window_pages).end;
+                        let end = self.space.window(page, self.window_of(page)).end;
                         let mut q = page + 1;
                         while q < end && self.states.claim(q) {
                             q += 1;
@@ -54,7 +54,7 @@ impl Shared {
     /// Fault-around: fills the window's other missing pages that the
     /// source has without blocking, in contiguous claimed runs.
     pub(super) fn fault_around(&self, page: usize, scratch: &mut [u8]) {
-        let window = self.space.window(page, self.window_pages);
+        let window = self.space.window(page, self.window_of(page));
         let (mut i, end) = (window.start, window.end);
         while i < end {
             if i == page || !self.states.claim(i) {
@@ -73,10 +73,12 @@ impl Shared {
         }
     }
 
-    /// Answers a fault on a page that needs no source bytes with a zero page.
+    /// Answers a fault on a page that needs no source bytes with a zero
+    /// page (a hugetlbfs page: copied from [`Shared::zeros`]).
     pub(super) fn zero_fill(&self, page: usize) {
         let c = &self.counters;
-        match self.uffd.zeropage(self.page_addr(page), self.page) {
+        let size = self.page_size(page);
+        match self.zero_range(self.page_addr(page), size, size) {
             Ok(Fill::Done | Fill::Partial(_)) => c.add(&c.zero_pages, 1),
             Ok(Fill::Exists) => {
                 c.add(&c.eexist, 1);
@@ -111,7 +113,10 @@ impl Shared {
     /// Minor mode, a page our state calls `PRESENT`: map it again.
     pub(super) fn continue_run_unclaimed(&self, page: usize) {
         let c = &self.counters;
-        match self.uffd.continue_(self.page_addr(page), self.page) {
+        match self
+            .uffd
+            .continue_(self.page_addr(page), self.page_size(page))
+        {
             Ok(Fill::Done | Fill::Partial(_)) => c.add(&c.pages_on_demand, 1),
             Ok(_) | Err(_) => {
                 c.add(&c.eexist, 1);
@@ -124,13 +129,38 @@ impl Shared {
     /// userfaultfd but in none of the regions served (a VMM that registered
     /// more than it described): with poison (zeros without
     /// `UFFDIO_POISON`), so the thread is not left waiting and does not
-    /// fault forever, and reports it. Nothing is read from the source.
+    /// fault forever, and reports it. Nothing is read from the source. Its
+    /// page size is unknown: a host page is tried first, then a 2 MiB one
+    /// (hugetlbfs refuses anything smaller with `EINVAL`).
     pub(super) fn on_unmapped_fault(&self, address: usize) {
+        use rustix::io::Errno;
         let c = &self.counters;
         c.add(&c.unmapped_faults, 1);
         self.report(PagerError::FaultOutsideRegions { address });
-        let addr = address & !(self.page - 1);
-        if self.poison_or_zero(addr, self.page) == super::fill::Unserved::NotAnswered {
+        let sizes = [self.page, crate::space::HUGE_PAGE];
+        let try_each = |fill: &dyn Fn(usize, usize) -> std::io::Result<Fill>| {
+            for size in sizes {
+                match fill(address & !(size - 1), size) {
+                    Err(e) if Errno::from_io_error(&e) == Some(Errno::INVAL) => continue,
+                    other => return Some(other),
+                }
+            }
+            None
+        };
+        let poisoned = if self.can_poison.load(std::sync::atomic::Ordering::Relaxed) {
+            try_each(&|a, l| self.uffd.poison(a, l))
+        } else {
+            None
+        };
+        let answered = match poisoned {
+            Some(Ok(Fill::Done)) => true,
+            _ => matches!(
+                try_each(&|a, l| self.zero_range(a, l, l)),
+                Some(Ok(Fill::Done))
+            ),
+        };
+        if !answered {
+            let addr = address & !(self.page - 1);
             if let Err(e) = self.uffd.wake(addr, self.page) {
                 self.ioctl_failed("UFFDIO_WAKE", e);
             }

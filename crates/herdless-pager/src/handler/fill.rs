@@ -69,13 +69,13 @@ pub(super) enum Copied {
 
 impl Shared {
     /// Pages of a request for `len` bytes that an answer of `got` bytes
-    /// covers: whole pages, and the last partial one if `got` reached the
-    /// end of the request (the source's end).
-    pub(super) fn pages_of(&self, got: usize, len: usize) -> usize {
+    /// covers: whole pages of `page` bytes, and the last partial one if
+    /// `got` reached the end of the request (the source's end).
+    pub(super) fn pages_of(got: usize, len: usize, page: usize) -> usize {
         if got >= len {
-            len.div_ceil(self.page)
+            len.div_ceil(page)
         } else {
-            got / self.page
+            got / page
         }
     }
 
@@ -93,22 +93,18 @@ impl Shared {
         if self.minor {
             return self.continue_run(first, n, ask);
         }
+        let page = self.page_size(first);
         let off = self.space.source_offset(first);
-        let bytes = n * self.page;
+        let bytes = n * page;
         let avail = self.available(off, bytes);
-        let partial_end = avail < bytes || !avail.is_multiple_of(self.page);
+        let partial_end = avail < bytes || !avail.is_multiple_of(page);
         let Some(mem) = self.source.memory().filter(|_| !partial_end) else {
             return self.fill_from_reads(first, n, ask, scratch);
         };
         let ready = match ask {
             Ask::Blocking | Ask::Prefetch => n,
-            Ask::Demand => {
-                1 + self
-                    .source
-                    .resident(off + self.page as u64, bytes - self.page)
-                    / self.page
-            }
-            Ask::NoWait | Ask::AheadNoWait => self.source.resident(off, bytes) / self.page,
+            Ask::Demand => 1 + self.source.resident(off + page as u64, bytes - page) / page,
+            Ask::NoWait | Ask::AheadNoWait => self.source.resident(off, bytes) / page,
         };
         if ready < n {
             self.release_and_wake(first + ready, n - ready);
@@ -142,8 +138,9 @@ impl Shared {
     /// given back: never a page filled with anything but the source's
     /// bytes, and zeros only past the source's end in its last page.
     pub(super) fn fill_from_reads(&self, first: usize, n: usize, ask: Ask, scratch: &mut [u8]) {
+        let page = self.page_size(first);
         let off = self.space.source_offset(first);
-        let bytes = n * self.page;
+        let bytes = n * page;
         let avail = self.available(off, bytes);
         let buf = &mut scratch[..bytes];
         let (got, failure) = match ask {
@@ -157,7 +154,7 @@ impl Shared {
                 // One read for the whole run if the source has the faulting
                 // page without blocking; else a blocking read of that page
                 // and a non-blocking one of the rest.
-                let head = avail.min(self.page);
+                let head = avail.min(page);
                 let got = self.read_nowait(off, &mut buf[..avail]);
                 if got >= head {
                     (got, None)
@@ -172,7 +169,7 @@ impl Shared {
                 }
             }
         };
-        let ready = self.pages_of(got, avail);
+        let ready = Self::pages_of(got, avail, page);
         if ready < n {
             // The page the source failed on, if it must be answered now.
             let failed = failure.map(|f| (first + ready, f));
@@ -190,7 +187,7 @@ impl Shared {
             return;
         }
         // The part of the last page past the source's end reads zeros.
-        buf[avail.min(ready * self.page)..ready * self.page].fill(0);
+        buf[avail.min(ready * page)..ready * page].fill(0);
         match self.copy_run(first, ready, first, ask, buf.as_ptr()) {
             Copied::Done | Copied::Stopped => {}
             // Our own buffer is readable: an EFAULT here means the kernel
@@ -262,9 +259,10 @@ impl Shared {
         src: *const u8,
     ) -> Copied {
         let c = &self.counters;
+        let page = self.page_size(at);
         let mut done = 0;
         while done < n {
-            let len = (n - done) * self.page;
+            let len = (n - done) * page;
             // SAFETY (of the call): `src` is either our scratch buffer or
             // the source's memory; the kernel reads it with copy_from_user,
             // which fails with EFAULT (handled below) rather than touching
@@ -272,7 +270,7 @@ impl Shared {
             let r = unsafe {
                 self.uffd.copy(
                     self.page_addr(at + done),
-                    src.wrapping_add(done * self.page),
+                    src.wrapping_add(done * page),
                     len,
                 )
             };
@@ -283,7 +281,7 @@ impl Shared {
                 }
                 Ok(Fill::Partial(b)) => {
                     c.add(&c.eagain_partial, 1);
-                    let k = b / self.page;
+                    let k = b / page;
                     self.publish(at + done, k, first, ask);
                     done += k;
                 }
@@ -316,9 +314,10 @@ impl Shared {
     /// page `first` first.
     pub(super) fn continue_run(&self, first: usize, n: usize, ask: Ask) {
         let c = &self.counters;
+        let page = self.page_size(first);
         let mut done = 0;
         while done < n {
-            let len = (n - done) * self.page;
+            let len = (n - done) * page;
             match self.uffd.continue_(self.page_addr(first + done), len) {
                 Ok(Fill::Done) => {
                     self.publish(first + done, n - done, first, ask);
@@ -326,7 +325,7 @@ impl Shared {
                 }
                 Ok(Fill::Partial(b)) => {
                     c.add(&c.eagain_partial, 1);
-                    let k = b / self.page;
+                    let k = b / page;
                     self.publish(first + done, k, first, ask);
                     done += k;
                 }
@@ -371,8 +370,8 @@ impl Shared {
     /// gives the claims back and wakes whatever was not filled (W).
     pub(super) fn answer_unserved(&self, first: usize, n: usize) {
         let c = &self.counters;
-        let (addr, len) = (self.page_addr(first), n * self.page);
-        let answered = self.poison_or_zero(addr, len);
+        let page = self.page_size(first);
+        let answered = self.poison_or_zero(self.page_addr(first), n * page, page);
         if answered == Unserved::Poisoned {
             c.add(&c.poisoned_pages, n as u64);
         }
@@ -386,10 +385,11 @@ impl Shared {
         }
     }
 
-    /// Poisons `[addr, addr + len)` (an access gets `SIGBUS`), or maps
-    /// zeros where the kernel has no `UFFDIO_POISON` (or refuses it on this
-    /// userfaultfd: then it is never asked again).
-    pub(super) fn poison_or_zero(&self, addr: usize, len: usize) -> Unserved {
+    /// Poisons `[addr, addr + len)`, in pages of `page` bytes (an access
+    /// gets `SIGBUS`), or maps zeros where the kernel has no
+    /// `UFFDIO_POISON` (or refuses it on this userfaultfd: then it is never
+    /// asked again).
+    pub(super) fn poison_or_zero(&self, addr: usize, len: usize, page: usize) -> Unserved {
         use std::sync::atomic::Ordering::Relaxed;
         if self.can_poison.load(Relaxed) {
             match self.uffd.poison(addr, len) {
@@ -404,7 +404,7 @@ impl Shared {
                 }
             }
         }
-        match self.uffd.zeropage(addr, len) {
+        match self.zero_range(addr, len, page) {
             Ok(Fill::Done) => Unserved::Zeroed,
             Ok(_) => Unserved::NotAnswered,
             Err(e) => {
@@ -412,5 +412,25 @@ impl Shared {
                 Unserved::NotAnswered
             }
         }
+    }
+
+    /// Maps zeros at `[addr, addr + len)`, in pages of `page` bytes:
+    /// `UFFDIO_ZEROPAGE` for host pages; for larger (hugetlbfs) pages,
+    /// which it does not serve, a `UFFDIO_COPY` of [`Shared::zeros`] per
+    /// page. `Done` only if every page was mapped; else the first page's
+    /// outcome (the caller wakes what is left).
+    pub(super) fn zero_range(&self, addr: usize, len: usize, page: usize) -> std::io::Result<Fill> {
+        if page == self.page || self.zeros.len() < page {
+            return self.uffd.zeropage(addr, len);
+        }
+        for at in (addr..addr + len).step_by(page) {
+            // SAFETY: `zeros` is our own readable buffer of at least `page`
+            // bytes, alive as long as `self`.
+            match unsafe { self.uffd.copy(at, self.zeros.as_ptr(), page) }? {
+                Fill::Done => {}
+                other => return Ok(other),
+            }
+        }
+        Ok(Fill::Done)
     }
 }

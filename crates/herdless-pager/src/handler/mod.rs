@@ -88,9 +88,18 @@ pub(crate) struct Shared {
     pub(crate) uffd: Uffd,
     /// The regions served, and the source bytes behind each.
     pub(crate) space: Space,
+    /// The host's page size (a region may be served in larger pages:
+    /// [`Space::page_size`]).
     pub(crate) page: usize,
-    /// Fault-around window in pages (1: off).
+    /// Fault-around window in host pages (1: off); regions of larger pages
+    /// are served one page per fault ([`Shared::window_of`]).
     pub(crate) window_pages: usize,
+    /// Zeros, one page of the largest page size served, if larger than the
+    /// host's (empty otherwise): what a hugetlbfs page is filled with where
+    /// it must read zeros, since `UFFDIO_ZEROPAGE` does not serve
+    /// hugetlbfs. Allocated zeroed and never written, so it costs no
+    /// memory (the kernel maps its zero page for every read).
+    pub(crate) zeros: Box<[u8]>,
     pub(crate) source: GuardedSource,
     pub(crate) states: PageStates,
     /// Minor-fault mode (`UFFDIO_CONTINUE` over a shared-memory source).
@@ -151,8 +160,23 @@ impl Shared {
         )
         .map_err(|e| PagerError::syscall("eventfd", e))?;
         let page = rustix::param::page_size();
+        let largest = parts.space.largest_page();
+        let zeros = if largest > page {
+            let mut v = Vec::new();
+            v.try_reserve_exact(largest).map_err(|_| {
+                PagerError::syscall(
+                    "allocating a zero page",
+                    std::io::Error::from(std::io::ErrorKind::OutOfMemory),
+                )
+            })?;
+            v.resize(largest, 0u8);
+            v.into_boxed_slice()
+        } else {
+            Box::default()
+        };
         Ok(Shared {
             uffd: parts.uffd,
+            zeros,
             states: PageStates::new(parts.space.pages()),
             space: parts.space,
             page,
@@ -224,9 +248,28 @@ impl Shared {
         self.space.addr(page)
     }
 
+    /// Page `p`'s size in bytes: the host's, or its region's larger one.
+    pub(crate) fn page_size(&self, p: usize) -> usize {
+        self.space.page_size(p)
+    }
+
+    /// The fault-around window of page `p`'s region, in its pages: the
+    /// configured window for host-sized pages, one page (off) for larger
+    /// ones, whose one page is already a whole window's worth.
+    pub(super) fn window_of(&self, p: usize) -> usize {
+        if self.page_size(p) == self.page {
+            self.window_pages
+        } else {
+            1
+        }
+    }
+
     /// Wakes `n` pages from `first` (invariant W).
     pub(super) fn wake(&self, first: usize, n: usize) {
-        if let Err(e) = self.uffd.wake(self.page_addr(first), n * self.page) {
+        if let Err(e) = self
+            .uffd
+            .wake(self.page_addr(first), n * self.page_size(first))
+        {
             self.ioctl_failed("UFFDIO_WAKE", e);
         }
     }

@@ -19,7 +19,8 @@ use std::ops::Range;
 use super::fill::Ask;
 use super::{ClaimGuard, Shared};
 
-/// Pages of the plan a handler fills after a demand fault on one of them.
+/// Host pages' worth of the plan a handler fills after a demand fault on
+/// one of its pages (in a region of 2 MiB pages: the next page).
 pub(crate) const AHEAD: usize = 32;
 
 /// Pages in first-touch order and where each one is in it.
@@ -63,16 +64,17 @@ impl Plan {
 }
 
 impl Shared {
-    /// After a demand fault on `page`: fills the next [`AHEAD`] pages of
-    /// the plan that are still missing, in runs of consecutive pages (at
-    /// most `scratch`'s), under the caller's fill guard.
+    /// After a demand fault on `page`: fills the next pages of the plan
+    /// that are still missing, [`AHEAD`] host pages' worth (at least one
+    /// page), in runs of consecutive pages (at most `scratch`'s), under the
+    /// caller's fill guard.
     pub(super) fn fill_ahead(&self, page: usize, scratch: &mut [u8]) {
         let Some(plan) = &self.plan else {
             return;
         };
         let next = plan.after(page);
-        let next = &next[..next.len().min(AHEAD)];
-        let run_max = (scratch.len() / self.page).max(1);
+        let ahead = (AHEAD * self.page / self.page_size(page)).max(1);
+        let next = &next[..next.len().min(ahead)];
         let mut i = 0;
         while i < next.len() {
             let first = next[i];
@@ -80,6 +82,7 @@ impl Shared {
             if !self.states.claim(first) {
                 continue;
             }
+            let run_max = (scratch.len() / self.page_size(first)).max(1);
             let end = self.space.source_end(first);
             let mut n = 1;
             while i < next.len()
@@ -96,14 +99,15 @@ impl Shared {
         }
     }
 
-    /// Pages of scratch buffer a handler needs: a fault-around window, or
-    /// a run ahead along the plan.
-    pub(crate) fn scratch_pages(&self) -> usize {
-        if self.plan.is_some() {
+    /// Bytes of scratch buffer a handler needs: a fault-around window, a
+    /// run ahead along the plan, or one page of the largest size served.
+    pub(crate) fn scratch_bytes(&self) -> usize {
+        let host_pages = if self.plan.is_some() {
             self.window_pages.max(AHEAD)
         } else {
             self.window_pages
-        }
+        };
+        (host_pages * self.page).max(self.space.largest_page())
     }
 }
 

@@ -27,8 +27,8 @@ pub(crate) struct Buffers {
 }
 
 impl Buffers {
-    /// Buffers for a handler filling runs of up to `run_pages` pages.
-    pub(crate) fn new(run_pages: usize, page: usize) -> Result<Self, PagerError> {
+    /// Buffers for a handler filling runs of up to `scratch` bytes.
+    pub(crate) fn new(scratch: usize) -> Result<Self, PagerError> {
         let zeroed = |len: usize| -> Result<Vec<u8>, PagerError> {
             let mut v = Vec::new();
             v.try_reserve_exact(len).map_err(|_| {
@@ -42,7 +42,7 @@ impl Buffers {
         };
         Ok(Buffers {
             msgs: zeroed(MSG_SIZE * BATCH)?,
-            scratch: zeroed(run_pages * page)?,
+            scratch: zeroed(scratch)?,
         })
     }
 }
@@ -109,7 +109,7 @@ impl Shared {
             let served = catch_unwind(AssertUnwindSafe(|| {
                 self.on_fault(page, scratch);
                 c.record_latency(t0.elapsed());
-                if self.window_pages > 1 && self.space.has_source(page) {
+                if self.window_of(page) > 1 && self.space.has_source(page) {
                     self.fault_around(page, scratch);
                 }
                 self.fill_ahead(page, scratch);

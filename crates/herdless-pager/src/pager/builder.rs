@@ -7,7 +7,7 @@ use std::sync::{mpsc, Arc};
 use super::{config, register, threads, HandlerMode, Pager};
 use crate::handler::{DiscardFence, Shared, SharedParts};
 use crate::source::{GuardedSource, PageSource, ZeroSource};
-use crate::space::Space;
+use crate::space::{Space, Span};
 use crate::PagerError;
 
 /// Builds a [`Pager`]; see [`Pager::builder`].
@@ -109,7 +109,15 @@ impl PagerBuilder {
         let (tx, rx) = mpsc::channel::<(usize, usize)>();
         let shared = Arc::new(Shared::new(SharedParts {
             uffd: reg.uffd,
-            space: Space::new(vec![(reg.region.addr(), len, 0)], page, source.len()),
+            space: Space::new(
+                vec![Span {
+                    base: reg.region.addr(),
+                    len,
+                    source_offset: 0,
+                    page,
+                }],
+                source.len(),
+            ),
             window_pages: config::window_pages(self.window, page, pages),
             source,
             minor: self.minor,

@@ -28,7 +28,7 @@ pub(crate) fn spawn_handlers(
     let n = shared.per_handler.len();
     let mut buffers = Vec::with_capacity(n);
     for _ in 0..n {
-        match Buffers::new(shared.scratch_pages(), shared.page) {
+        match Buffers::new(shared.scratch_bytes()) {
             Ok(b) => buffers.push(b),
             Err(e) => {
                 shared.alive.fetch_sub(n, Ordering::AcqRel);

@@ -12,9 +12,12 @@
 //! 1.7, 4 KiB pages only) means the host page size. If both are sent they
 //! must agree.
 //!
+//! Served page sizes: the host's (4 KiB), and 2 MiB ([`HUGE_PAGE`]: a
+//! hugetlbfs region, Firecracker's `"huge_pages": "2M"`), each region in
+//! its own, mixed freely in one list.
+//!
 //! Refused, each with the index of the mapping: a zero size; a base, size
-//! or offset not aligned to the page size; an unsupported page size (only
-//! the host page size is served: 2 MiB hugetlbfs regions are refused);
+//! or offset not aligned to the page size; another page size;
 //! `offset + size` past the file's end or overflowing; host ranges that
 //! overlap; file ranges that overlap (Firecracker lays the regions out back
 //! to back in the file, so two regions never share bytes). And an empty
@@ -45,7 +48,12 @@ pub struct GuestMapping {
     pub size: usize,
     /// Where its bytes start in the memory file.
     pub offset: u64,
+    /// Its page size in bytes: the host's, or [`HUGE_PAGE`].
+    pub page_size: usize,
 }
+
+/// The page size of a hugetlbfs region served besides the host's: 2 MiB.
+pub const HUGE_PAGE: usize = crate::space::HUGE_PAGE;
 
 /// The most mappings a message may list (Firecracker sends one per guest
 /// memory region: a handful).
@@ -78,12 +86,12 @@ pub fn parse(
     let mut total: u64 = 0;
     for (i, w) in wire.iter().enumerate() {
         let page = page_size_of(w).map_err(|r| RestoreError::mapping(i, r))?;
-        if page != host_page as u64 {
+        if page != host_page as u64 && page != HUGE_PAGE as u64 {
             return Err(RestoreError::mapping(
                 i,
                 format!(
                     "page size {page} is not served: this handler serves {host_page}-byte pages \
-                     (hugetlbfs regions are not supported)"
+                     and {HUGE_PAGE}-byte hugetlbfs pages"
                 ),
             ));
         }
@@ -131,6 +139,7 @@ pub fn parse(
             base: w.base_host_virt_addr as usize,
             size: w.size as usize,
             offset: w.offset,
+            page_size: page as usize,
         });
     }
     if total > file_len {
@@ -224,6 +233,11 @@ mod tests {
         // Before 1.7: no page size at all.
         let none = r#"[{"base_host_virt_addr":4096,"size":4096,"offset":0}]"#;
         assert!(parse(none.as_bytes(), 4096, P).is_ok());
+        // "huge_pages": "2M" beside a 4 KiB region, in one list.
+        let mixed = r#"[{"base_host_virt_addr":1073741824,"size":4194304,"offset":0,"page_size":2097152,"page_size_kib":2097152},
+                        {"base_host_virt_addr":4096,"size":8192,"offset":4194304,"page_size":4096}]"#;
+        let m = parse(mixed.as_bytes(), 4194304 + 8192, P).unwrap();
+        assert_eq!((m[0].page_size, m[1].page_size), (HUGE_PAGE, P));
     }
 
     #[test]
@@ -235,7 +249,9 @@ mod tests {
         assert!(err(&one(4097, 4096, 0, 4096), 1 << 20).contains("base_host_virt_addr 0x1001"));
         assert!(err(&one(4096, 100, 0, 4096), 1 << 20).contains("size 0x64"));
         assert!(err(&one(4096, 4096, 5, 4096), 1 << 20).contains("offset 0x5"));
-        assert!(err(&one(0x20_0000, 0x20_0000, 0, 0x20_0000), 1 << 22).contains("hugetlbfs"));
+        assert!(err(&one(0x20_0000, 0x20_0000, 0, 0x40_0000), 1 << 22).contains("hugetlbfs"));
+        assert!(err(&one(0x20_0000, 0x10_0000, 0, 0x20_0000), 1 << 22).contains("size 0x100000"));
+        assert!(err(&one(0x30_0000, 0x20_0000, 0, 0x20_0000), 1 << 22).contains("base_host"));
         assert!(err(&one(4096, 4096, 0, 3000), 1 << 20).contains("not a page size"));
         assert!(err(&one(4096, 8192, 4096, 4096), 8192).contains("past the memory file"));
         assert!(err(&one(u64::MAX - 4095, 8192, 0, 4096), 1 << 20).contains("overflows"));

@@ -39,7 +39,7 @@ pub use error::RestoreError;
 pub use handoff::{Peer, MAX_MESSAGE};
 pub use prefetch::CHUNK_PAGES;
 pub use summary::{Ending, RestoreSummary};
-pub use trace::Trace;
+pub use trace::{Run, Trace};
 
 use crate::pager::config;
 use crate::{FileSource, PagerError};
@@ -190,26 +190,20 @@ impl Restore {
             other => RestoreError::Pager(other),
         })?;
         let file_len = crate::PageSource::len(&source);
-        // A trace must come from this memory file, served with this page
-        // size (a prefetch trace and a populate trace alike).
+        // A trace must come from this memory file (a prefetch trace and a
+        // populate trace alike); its page sizes need not be the restore's
+        // (`trace.rs`: served by bytes).
         let checked = |path: &PathBuf| -> Result<Trace, RestoreError> {
             let t = Trace::read(path)?;
-            let mismatch = |what: String| RestoreError::Trace {
-                path: path.clone(),
-                reason: what,
-            };
-            if t.page_size != page as u64 {
-                return Err(mismatch(format!(
-                    "recorded with {}-byte pages, served with {page}",
-                    t.page_size
-                )));
-            }
             if t.file_len != file_len {
-                return Err(mismatch(format!(
-                    "recorded on a {}-byte memory file, {} has {file_len}: another snapshot",
-                    t.file_len,
-                    opts.memory_file.display()
-                )));
+                return Err(RestoreError::Trace {
+                    path: path.clone(),
+                    reason: format!(
+                        "recorded on a {}-byte memory file, {} has {file_len}: another snapshot",
+                        t.file_len,
+                        opts.memory_file.display()
+                    ),
+                });
             }
             Ok(t)
         };
@@ -235,12 +229,8 @@ impl Restore {
             [trace.as_ref(), populate_trace.as_ref()]
                 .into_iter()
                 .flatten()
-                .flat_map(|t| {
-                    t.runs
-                        .iter()
-                        .map(move |&(off, n)| (off, n.saturating_mul(t.page_size)))
-                })
-                .try_for_each(|(off, len)| source.populate(off, len))
+                .flat_map(|t| t.runs.iter())
+                .try_for_each(|r| source.populate(r.offset, r.bytes()))
         };
         if let Err(e) = populated {
             log.line(&format!(
@@ -308,8 +298,7 @@ impl Restore {
             &self.log,
         )?;
         let (body, fd) = handoff::receive(&stream, self.opts.handoff_timeout)?;
-        let page = rustix::param::page_size();
-        let mappings = mappings::parse(&body, self.file_len, page)?;
+        let mappings = mappings::parse(&body, self.file_len, rustix::param::page_size())?;
         let uffd = handoff::adopt_uffd(fd, &self.log)?;
         let source = self
             .source

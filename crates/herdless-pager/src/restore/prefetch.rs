@@ -45,9 +45,10 @@ use super::trace::Trace;
 use crate::handler::{Ask, Shared};
 use crate::space::Space;
 
-/// Pages per prefetch `UFFDIO_COPY` (256 KiB with 4 KiB pages): large
-/// enough that the ioctl's cost is spread, small enough that a demand
-/// fault waiting on the chunk in flight waits little.
+/// Host pages per prefetch `UFFDIO_COPY` (256 KiB with 4 KiB pages):
+/// large enough that the ioctl's cost is spread, small enough that a
+/// demand fault waiting on the chunk in flight waits little. A region of
+/// 2 MiB pages is copied one page per `UFFDIO_COPY`.
 pub const CHUNK_PAGES: usize = 64;
 
 /// Passes over the plan at most: the first, then again while pages of it
@@ -55,16 +56,22 @@ pub const CHUNK_PAGES: usize = 64;
 /// failed on them: a fault will ask again).
 const PASSES: usize = 8;
 
-/// The pages of `trace` in `space`, in trace order (a run crossing regions
-/// split at their edges), and the trace's pages no region maps.
+/// The pages of `trace` in `space`, in trace order and in each region's
+/// own pages (a run crossing regions split at their edges; a run of 4 KiB
+/// pages in a region of 2 MiB pages is the 2 MiB pages holding it), and
+/// the trace's pages no region maps.
 pub(crate) fn plan_of(space: &Space, trace: &Trace) -> (Vec<Range<usize>>, u64) {
     let mut ranges = Vec::with_capacity(trace.runs.len());
     let mut unmapped = 0;
-    for &(offset, pages) in &trace.runs {
-        let len = pages.saturating_mul(trace.page_size);
-        let found = space.pages_of_source(offset, len);
-        let mapped: u64 = found.iter().map(|r| r.len() as u64).sum();
-        unmapped += pages.saturating_sub(mapped);
+    for run in &trace.runs {
+        let found = space.pages_of_source(run.offset, run.bytes());
+        let mapped: u64 = found
+            .iter()
+            .map(|r| (r.len() * space.page_size(r.start)) as u64)
+            .sum();
+        // In the trace's pages (a run may land on larger pages, whose
+        // bytes then count whole).
+        unmapped += run.bytes().saturating_sub(mapped) / run.page_size;
         ranges.extend(found);
     }
     (ranges, unmapped)
@@ -81,19 +88,22 @@ pub(crate) fn everything(space: &Space) -> Vec<Range<usize>> {
 }
 
 /// Fills the missing pages of `plan`, in order, as prefetched pages, in
-/// runs of at most `chunk` pages (module doc): this thread takes the
+/// runs of at most `chunk` host pages' worth (at least one page of the
+/// region's; module doc): this thread takes the
 /// plan's ranges `lane`, `lane + lanes`, ..., so that `lanes` threads go
 /// down the plan side by side. Stops early when the handlers are told to
 /// stop. Goes over its ranges again while pages of them are still
 /// missing, at most [`PASSES`] times.
 pub(crate) fn run(sh: &Shared, plan: &[Range<usize>], chunk: usize, lane: usize, lanes: usize) {
-    let mut scratch = vec![0u8; chunk * sh.page];
+    let chunk_bytes = chunk * sh.page;
+    let mut scratch = vec![0u8; chunk_bytes.max(sh.space.largest_page())];
     for _pass in 0..PASSES {
         for range in plan.iter().skip(lane).step_by(lanes.max(1)) {
             if sh.stopping() {
                 return;
             }
-            sh.fill_pages(range.clone(), Ask::Prefetch, chunk, &mut scratch, || {});
+            let run_max = (chunk_bytes / sh.page_size(range.start)).max(1);
+            sh.fill_pages(range.clone(), Ask::Prefetch, run_max, &mut scratch, || {});
         }
         // Only this thread's ranges: the other lanes' threads see to theirs.
         let missing = plan

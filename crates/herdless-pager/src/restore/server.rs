@@ -23,7 +23,7 @@ use super::{output, prefetch, Restore, RestoreError};
 use crate::handler::{DiscardFence, Plan, Shared, SharedParts};
 use crate::pager::{config, threads};
 use crate::source::GuardedSource;
-use crate::space::Space;
+use crate::space::{Space, Span};
 use crate::uffd::Uffd;
 use crate::{FileSource, HandlerMode};
 
@@ -45,11 +45,24 @@ pub(super) fn serve(
     let space = Space::new(
         mappings
             .iter()
-            .map(|m| (m.base, m.size, m.offset))
+            .map(|m| Span {
+                base: m.base,
+                len: m.size,
+                source_offset: m.offset,
+                page: m.page_size,
+            })
             .collect(),
-        page,
         restore.file_len,
     );
+    let mut page_sizes: Vec<usize> = mappings.iter().map(|m| m.page_size).collect();
+    page_sizes.sort_unstable();
+    page_sizes.dedup();
+    if opts.fault_around > page && page_sizes.iter().any(|&p| p > page) {
+        log.line(&format!(
+            "note: --fault-around applies to the {page}-byte pages only; regions of larger pages \
+             are served one whole page per fault"
+        ));
+    }
     let pages = space.pages();
     let mut trace_pages = 0;
     let mut trace_unmapped = 0;
@@ -139,7 +152,7 @@ pub(super) fn serve(
         trace_unmapped,
         recorded_pages,
         errors,
-        page_size: page,
+        page_sizes,
     };
     if let Some(target) = restore.stats_to.take() {
         let text = serde_json::to_string_pretty(&summary.to_json())
@@ -172,10 +185,11 @@ fn write_record(restore: &mut Restore, shared: &Shared, errors: &mut Vec<String>
         return 0;
     };
     let pages = pages.lock().map(|p| p.clone()).unwrap_or_default();
-    let trace = Trace::from_offsets(
-        shared.page as u64,
+    let trace = Trace::from_pages(
         restore.file_len,
-        pages.iter().map(|&p| shared.space.source_offset(p)),
+        pages
+            .iter()
+            .map(|&p| (shared.space.source_offset(p), shared.page_size(p) as u64)),
     );
     if let Err(e) = output::write_beside(&target, trace.to_text().as_bytes()) {
         let msg = format!("cannot write the trace {}: {e}", target.display());

@@ -50,14 +50,21 @@ pub struct RestoreSummary {
     /// Errors reported while serving (source reads, faults outside every
     /// mapping, failed system calls), as text.
     pub errors: Vec<String>,
-    /// Page size in bytes.
-    pub page_size: usize,
+    /// The page sizes served, in bytes, smallest first (the host's, and
+    /// 2 MiB for hugetlbfs regions).
+    pub page_sizes: Vec<usize>,
 }
 
 impl RestoreSummary {
-    /// Pages copied from the memory file, all causes.
+    /// Pages copied from the memory file, all causes (of whatever size:
+    /// see [`bytes_copied`](Self::bytes_copied)).
     pub fn pages_copied(&self) -> u64 {
         self.stats.pages_installed()
+    }
+
+    /// Bytes copied from the memory file, all causes.
+    pub fn bytes_copied(&self) -> u64 {
+        self.stats.bytes_installed
     }
 
     /// Whether every fault was served from the memory file or with zeros
@@ -71,11 +78,12 @@ impl RestoreSummary {
         let s = &self.stats;
         let us = |d: Duration| d.as_micros();
         format!(
-            "herdless-uffd: {} faults served, {} pages copied ({} on demand, {} fault-around, \
-             {} prefetched), {} zeroed, {} discarded, {} poisoned; fault latency p50 {}us p99 \
-             {}us; {} errors; {} after {:.1} s",
+            "herdless-uffd: {} faults served, {} pages copied ({:.1} MiB; {} on demand, {} \
+             fault-around, {} prefetched), {} zeroed, {} discarded, {} poisoned; fault latency \
+             p50 {}us p99 {}us; {} errors; {} after {:.1} s",
             s.faults,
             self.pages_copied(),
+            self.bytes_copied() as f64 / f64::from(1 << 20),
             s.pages_on_demand,
             s.pages_fault_around,
             s.pages_prefetched + s.pages_populated,
@@ -97,11 +105,12 @@ impl RestoreSummary {
         json!({
             "ending": self.ending.to_string(),
             "served_for_s": self.served_for.as_secs_f64(),
-            "page_size": self.page_size,
+            "page_size": self.page_sizes.first().copied().unwrap_or(0),
+            "page_sizes": self.page_sizes,
             "faults": s.faults,
             "duplicate_faults": s.duplicate_faults,
             "pages_copied": self.pages_copied(),
-            "bytes_copied": self.pages_copied() * self.page_size as u64,
+            "bytes_copied": self.bytes_copied(),
             "pages_on_demand": s.pages_on_demand,
             "pages_fault_around": s.pages_fault_around,
             "pages_prefetched": s.pages_prefetched + s.pages_populated,

@@ -1,27 +1,38 @@
 //! Working-set traces: the pages a restored VM faulted on, in first-touch
-//! order, written by `herdless-uffd --record` and read by `--prefetch`.
+//! order, written by `herdless-uffd --record` and read by `--prefetch` and
+//! `--populate=TRACE`.
 //!
-//! # Format, version 1
+//! # Format, version 2
 //! A text file (so it can be read, diffed and cut by hand):
 //! ```text
-//! herdless-uffd trace 1
-//! page-size 4096
+//! herdless-uffd trace 2
 //! file-length 268435456
 //! pages 3
-//! # memory-file offset (hex), pages: runs in first-touch order
-//! 0x1a000 2
-//! 0x80000 1
+//! # runs in first-touch order: memory-file offset (hex), pages, page size
+//! 0x1a000 2 4096
+//! 0x8000000 1 2097152
 //! ```
 //! The first line names the format and its version. Header lines
-//! (`key value`) follow: `page-size` (bytes), `file-length` (the memory
-//! file's length: a trace recorded on another snapshot is refused) and
-//! `pages` (the sum of the runs, a check). Then one line per run: the
-//! offset in the memory file of its first page (hex, page-aligned) and its
-//! page count; consecutive faults on consecutive pages form one run.
-//! Offsets are in the memory file, not in the VMM's address space, which
-//! changes with every restore. Blank lines and lines starting with `#` are
-//! ignored. A reader refuses a version it does not know, an unknown header
-//! key, and any run outside the file.
+//! (`key value`) follow: `file-length` (the memory file's length: a trace
+//! recorded on another snapshot is refused) and `pages` (the sum of the
+//! runs' pages, a check). Then one line per run: the offset in the memory
+//! file of its first page (hex, aligned to its page size), its page count,
+//! and its page size in bytes (4096, or 2097152 for a region of 2 MiB
+//! hugetlbfs pages: each region's faults are recorded in its own pages,
+//! and one restore may have both); consecutive faults on consecutive
+//! pages of one size form one run. Offsets are in the memory file, not in
+//! the VMM's address space, which changes with every restore. Blank lines
+//! and lines starting with `#` are ignored. A reader refuses a version it
+//! does not know, an unknown header key, and any run outside the file.
+//!
+//! A trace is served by bytes: its runs are mapped onto whatever pages the
+//! restore's regions have (a run of 4 KiB pages in a region of 2 MiB pages
+//! prefetches the 2 MiB pages holding it), so a trace recorded with one
+//! page size serves a restore with another.
+//!
+//! # Version 1 (still read)
+//! One page size for the whole trace, as a header (`page-size 4096`), and
+//! two words per run (offset, pages).
 
 use std::fmt::Write as _;
 use std::path::Path;
@@ -30,63 +41,106 @@ use super::RestoreError;
 
 /// The first line of every trace.
 const MAGIC: &str = "herdless-uffd trace";
-/// The version this code writes and reads.
-pub const VERSION: u32 = 1;
+/// The version this code writes (it reads this one and 1).
+pub const VERSION: u32 = 2;
+
+/// A run of consecutive pages of one size, in the memory file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Run {
+    /// Offset of its first page in the memory file.
+    pub offset: u64,
+    /// Pages in the run.
+    pub pages: u64,
+    /// Their size in bytes.
+    pub page_size: u64,
+}
+
+impl Run {
+    /// Its length in bytes (saturating).
+    pub fn bytes(&self) -> u64 {
+        self.pages.saturating_mul(self.page_size)
+    }
+}
 
 /// A working set: runs of pages of the memory file, in first-touch order.
+///
+/// ```
+/// use herdless_pager::restore::{Run, Trace};
+/// // Two 4 KiB pages, then a 2 MiB page, of a 16 MiB memory file.
+/// let t = Trace::from_pages(16 << 20, [(0x1000, 4096), (0x2000, 4096), (0x40_0000, 2 << 20)]);
+/// assert_eq!(t.runs[0], Run { offset: 0x1000, pages: 2, page_size: 4096 });
+/// assert_eq!((t.pages(), t.bytes()), (3, 8192 + (2 << 20)));
+/// let again = Trace::parse(&t.to_text(), "ws.trace".as_ref())?;
+/// assert_eq!(again, t);
+/// # Ok::<(), herdless_pager::restore::RestoreError>(())
+/// ```
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Trace {
-    /// Page size in bytes.
-    pub page_size: u64,
     /// The memory file's length in bytes.
     pub file_len: u64,
-    /// `(offset of the first page, pages)`, in first-touch order.
-    pub runs: Vec<(u64, u64)>,
+    /// The runs, in first-touch order.
+    pub runs: Vec<Run>,
 }
 
 impl Trace {
-    /// A trace of the pages at `offsets` (page-aligned, in first-touch
-    /// order), consecutive ones joined into runs.
+    /// A trace of the pages of `page_size` bytes at `offsets` (aligned, in
+    /// first-touch order), consecutive ones joined into runs.
     pub fn from_offsets(
         page_size: u64,
         file_len: u64,
         offsets: impl IntoIterator<Item = u64>,
     ) -> Self {
-        let mut runs: Vec<(u64, u64)> = Vec::new();
-        for off in offsets {
+        Self::from_pages(file_len, offsets.into_iter().map(|o| (o, page_size)))
+    }
+
+    /// A trace of the pages `(offset, page size)` (aligned, in first-touch
+    /// order), consecutive ones of one size joined into runs.
+    pub fn from_pages(file_len: u64, pages: impl IntoIterator<Item = (u64, u64)>) -> Self {
+        let mut runs: Vec<Run> = Vec::new();
+        for (offset, page_size) in pages {
             match runs.last_mut() {
-                Some((start, n)) if *start + *n * page_size == off => *n += 1,
-                _ => runs.push((off, 1)),
+                Some(r) if r.page_size == page_size && r.offset + r.bytes() == offset => {
+                    r.pages += 1;
+                }
+                _ => runs.push(Run {
+                    offset,
+                    pages: 1,
+                    page_size,
+                }),
             }
         }
-        Trace {
-            page_size,
-            file_len,
-            runs,
-        }
+        Trace { file_len, runs }
     }
 
-    /// Pages in all runs.
+    /// Pages in all runs (of whatever size).
     pub fn pages(&self) -> u64 {
-        self.runs.iter().map(|r| r.1).sum()
+        self.runs.iter().map(|r| r.pages).sum()
     }
 
-    /// The trace as text (module doc).
+    /// Bytes in all runs.
+    pub fn bytes(&self) -> u64 {
+        self.runs.iter().map(Run::bytes).sum()
+    }
+
+    /// The trace as text (module doc), in the current version.
     pub fn to_text(&self) -> String {
         let mut s = format!(
-            "{MAGIC} {VERSION}\npage-size {}\nfile-length {}\npages {}\n\
-             # memory-file offset (hex), pages: runs in first-touch order\n",
-            self.page_size,
+            "{MAGIC} {VERSION}\nfile-length {}\npages {}\n\
+             # runs in first-touch order: memory-file offset (hex), pages, page size\n",
             self.file_len,
             self.pages()
         );
-        for (off, n) in &self.runs {
-            let _ = writeln!(s, "{off:#x} {n}");
+        for r in &self.runs {
+            let _ = writeln!(s, "{:#x} {} {}", r.offset, r.pages, r.page_size);
         }
         s
     }
 
-    /// Parses `text` (module doc); `path` names the file in errors.
+    /// Parses `text` (module doc; versions 1 and 2); `path` names the file
+    /// in errors.
+    ///
+    /// # Errors
+    /// [`RestoreError::Trace`], with the line and what is wrong with it.
     pub fn parse(text: &str, path: &Path) -> Result<Self, RestoreError> {
         let bad = |line: usize, reason: String| RestoreError::Trace {
             path: path.to_path_buf(),
@@ -100,65 +154,97 @@ impl Trace {
                 format!("not a herdless-uffd trace (expected \"{MAGIC} {VERSION}\")"),
             )
         })?;
-        if version != VERSION.to_string() {
-            return Err(bad(
-                1,
-                format!("trace version {version:?}; this herdless-uffd reads version {VERSION}"),
-            ));
-        }
+        let version: u32 = match version {
+            "1" => 1,
+            "2" => 2,
+            other => {
+                return Err(bad(
+                    1,
+                    format!(
+                        "trace version {other:?}; this herdless-uffd reads versions 1 and \
+                         {VERSION}"
+                    ),
+                ))
+            }
+        };
         let mut t = Trace::default();
+        // Version 1's one page size.
+        let mut v1_page = 0u64;
         let mut declared_pages = None;
         for (n, line) in lines {
             if line.is_empty() || line.starts_with('#') {
                 continue;
             }
-            let mut words = line.split_whitespace();
-            let (Some(a), Some(b), None) = (words.next(), words.next(), words.next()) else {
-                return Err(bad(n, format!("expected two words, found {line:?}")));
-            };
+            let words: Vec<&str> = line.split_whitespace().collect();
             let num = |v: &str| -> Result<u64, RestoreError> {
                 v.parse()
                     .map_err(|_| bad(n, format!("{v:?} is not a number")))
             };
-            if let Some(hex) = a.strip_prefix("0x") {
-                let off = u64::from_str_radix(hex, 16)
-                    .map_err(|_| bad(n, format!("{a:?} is not a hex offset")))?;
-                let pages = num(b)?;
-                if t.page_size == 0 || t.file_len == 0 {
+            let page_size_ok = |size: u64, v: &str| {
+                if size >= 4096 && size.is_power_of_two() {
+                    Ok(size)
+                } else {
+                    Err(bad(n, format!("page size {v} is not a page size")))
+                }
+            };
+            if let Some(hex) = words[0].strip_prefix("0x") {
+                let want = if version == 1 { 2 } else { 3 };
+                if words.len() != want {
                     return Err(bad(
                         n,
-                        "a run before the page-size and file-length headers".into(),
+                        format!("expected {want} words in a run, found {line:?}"),
                     ));
                 }
-                if pages == 0 || off % t.page_size != 0 {
-                    return Err(bad(n, format!("run {a} {b}: not page-aligned or empty")));
+                let offset = u64::from_str_radix(hex, 16)
+                    .map_err(|_| bad(n, format!("{:?} is not a hex offset", words[0])))?;
+                let pages = num(words[1])?;
+                let page_size = if version == 1 {
+                    v1_page
+                } else {
+                    page_size_ok(num(words[2])?, words[2])?
+                };
+                if page_size == 0 || t.file_len == 0 {
+                    let headers = if version == 1 {
+                        "page-size and file-length headers"
+                    } else {
+                        "file-length header"
+                    };
+                    return Err(bad(n, format!("a run before the {headers}")));
+                }
+                let run = Run {
+                    offset,
+                    pages,
+                    page_size,
+                };
+                if pages == 0 || offset % page_size != 0 {
+                    return Err(bad(n, format!("run {line}: not page-aligned or empty")));
                 }
                 let end = pages
-                    .checked_mul(t.page_size)
-                    .and_then(|len| off.checked_add(len));
+                    .checked_mul(page_size)
+                    .and_then(|len| offset.checked_add(len));
                 if end.is_none_or(|e| e > t.file_len) {
                     return Err(bad(
                         n,
-                        format!("run {a} {b} ends past the file's {} bytes", t.file_len),
+                        format!("run {line} ends past the file's {} bytes", t.file_len),
                     ));
                 }
-                t.runs.push((off, pages));
+                t.runs.push(run);
                 continue;
             }
+            let [key, value] = words[..] else {
+                return Err(bad(n, format!("expected two words, found {line:?}")));
+            };
             if !t.runs.is_empty() {
-                return Err(bad(n, format!("header {a:?} after the first run")));
+                return Err(bad(n, format!("header {key:?} after the first run")));
             }
-            match a {
-                "page-size" => t.page_size = num(b)?,
-                "file-length" => t.file_len = num(b)?,
-                "pages" => declared_pages = Some(num(b)?),
-                _ => return Err(bad(n, format!("unknown header {a:?}"))),
-            }
-            if a == "page-size" && !(t.page_size >= 4096 && t.page_size.is_power_of_two()) {
-                return Err(bad(n, format!("page size {b} is not a page size")));
+            match key {
+                "page-size" if version == 1 => v1_page = page_size_ok(num(value)?, value)?,
+                "file-length" => t.file_len = num(value)?,
+                "pages" => declared_pages = Some(num(value)?),
+                _ => return Err(bad(n, format!("unknown header {key:?}"))),
             }
         }
-        if t.page_size == 0 || t.file_len == 0 {
+        if t.file_len == 0 || (version == 1 && v1_page == 0) {
             return Err(RestoreError::Trace {
                 path: path.to_path_buf(),
                 reason: "missing the page-size or file-length header".into(),
@@ -176,6 +262,10 @@ impl Trace {
     }
 
     /// Reads and parses the trace at `path`.
+    ///
+    /// # Errors
+    /// [`RestoreError::Trace`]: the file cannot be read, or
+    /// [`parse`](Self::parse) refuses it.
     pub fn read(path: &Path) -> Result<Self, RestoreError> {
         let text = std::fs::read_to_string(path).map_err(|e| RestoreError::Trace {
             path: path.to_path_buf(),
@@ -189,31 +279,70 @@ impl Trace {
 mod tests {
     use super::*;
 
+    fn run(offset: u64, pages: u64, page_size: u64) -> Run {
+        Run {
+            offset,
+            pages,
+            page_size,
+        }
+    }
+
     #[test]
-    fn a_trace_round_trips_and_joins_consecutive_pages() {
+    fn a_trace_round_trips_and_joins_consecutive_pages_of_one_size() {
         let t = Trace::from_offsets(4096, 1 << 20, [0x1000, 0x2000, 0x8000, 0x3000, 0x4000]);
-        assert_eq!(t.runs, vec![(0x1000, 2), (0x8000, 1), (0x3000, 2)]);
+        assert_eq!(
+            t.runs,
+            vec![
+                run(0x1000, 2, 4096),
+                run(0x8000, 1, 4096),
+                run(0x3000, 2, 4096)
+            ]
+        );
         let text = t.to_text();
-        assert!(text.starts_with("herdless-uffd trace 1\n"), "{text}");
+        assert!(text.starts_with("herdless-uffd trace 2\n"), "{text}");
         assert_eq!(Trace::parse(&text, Path::new("t")).unwrap(), t);
+        // Mixed sizes: a 4 KiB page right before a 2 MiB one is another run.
+        let h = 2u64 << 20;
+        let m = Trace::from_pages(8 * h, [(h - 4096, 4096), (h, h), (2 * h, h), (0, 4096)]);
+        assert_eq!(
+            m.runs,
+            vec![run(h - 4096, 1, 4096), run(h, 2, h), run(0, 1, 4096)]
+        );
+        assert_eq!(Trace::parse(&m.to_text(), Path::new("t")).unwrap(), m);
+    }
+
+    #[test]
+    fn a_version_1_trace_is_still_read() {
+        let v1 = "herdless-uffd trace 1\npage-size 4096\nfile-length 65536\npages 3\n\
+                  0x1000 2\n0x8000 1\n";
+        let t = Trace::parse(v1, Path::new("t")).unwrap();
+        assert_eq!(t.file_len, 65536);
+        assert_eq!(t.runs, vec![run(0x1000, 2, 4096), run(0x8000, 1, 4096)]);
     }
 
     #[test]
     fn malformed_traces_are_refused_with_the_line() {
         let p = Path::new("t");
-        let head = "herdless-uffd trace 1\npage-size 4096\nfile-length 65536\n";
+        let head = "herdless-uffd trace 2\nfile-length 65536\n";
         let e = |body: &str| Trace::parse(body, p).unwrap_err().to_string();
         assert!(e("hello\n").contains("not a herdless-uffd trace"));
-        assert!(e("herdless-uffd trace 2\n").contains("version \"2\""));
-        assert!(e(&format!("{head}0x1001 1\n")).contains("line 4"));
-        assert!(e(&format!("{head}0xf000 2\n")).contains("past the file"));
-        assert!(e(&format!("{head}0x0 0\n")).contains("empty"));
+        assert!(e("herdless-uffd trace 3\n").contains("version \"3\""));
+        assert!(e(&format!("{head}0x1001 1 4096\n")).contains("line 3"));
+        assert!(e(&format!("{head}0xf000 2 4096\n")).contains("past the file"));
+        assert!(e(&format!("{head}0x0 0 4096\n")).contains("empty"));
+        assert!(e(&format!("{head}0x1000 1 2097152\n")).contains("not page-aligned"));
+        assert!(e(&format!("{head}0x0 1 3000\n")).contains("not a page size"));
+        assert!(e(&format!("{head}0x0 1\n")).contains("expected 3 words"));
         assert!(e(&format!("{head}colour blue\n")).contains("unknown header"));
-        assert!(e(&format!("{head}pages 3\n0x0 1\n")).contains("says 3 pages"));
+        assert!(e(&format!("{head}page-size 4096\n")).contains("unknown header"));
+        assert!(e(&format!("{head}pages 3\n0x0 1 4096\n")).contains("says 3 pages"));
+        assert!(e("herdless-uffd trace 2\n0x0 1 4096\n").contains("before the file-length"));
         assert!(e("herdless-uffd trace 1\n0x0 1\n").contains("before the page-size"));
-        assert!(
-            e(&format!("{head}0xffffffffffff0000 18446744073709551615\n"))
-                .contains("past the file")
-        );
+        assert!(e(&format!(
+            "{head}0xffffffffffff0000 18446744073709551615 4096\n"
+        ))
+        .contains("past the file"));
+        let v1 = "herdless-uffd trace 1\npage-size 4096\nfile-length 65536\n";
+        assert!(e(&format!("{v1}0x0 1 4096\n")).contains("expected 2 words"));
     }
 }

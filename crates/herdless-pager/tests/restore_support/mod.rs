@@ -11,7 +11,7 @@ use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use herdless_pager::vmm::GuestMemory;
+use herdless_pager::vmm::{GuestMemory, Hugepages, HUGE_PAGE};
 
 /// The pager tests' skip reporting (printed past the capture, counted at
 /// exit): `tests/common/skip.rs`.
@@ -43,6 +43,34 @@ pub fn guest_memory(sizes: &[usize]) -> Option<GuestMemory> {
             None
         }
         Err(e) => panic!("setting up guest memory: {e}"),
+    }
+}
+
+/// Guest memory with `regions` (`(size, page size)`, some of 2 MiB pages
+/// from the hugepage pool, as Firecracker's `"huge_pages": "2M"`), and the
+/// hugepages reserved for it (keep it alive as long as the memory; it
+/// gives the pages back to the pool when dropped); `None` after marking the
+/// test skipped with the reason (no userfaultfd, no hugepages).
+pub fn huge_guest_memory(regions: &[(usize, usize)]) -> Option<(Hugepages, GuestMemory)> {
+    let need: usize = regions
+        .iter()
+        .filter(|r| r.1 == HUGE_PAGE)
+        .map(|r| r.0 / HUGE_PAGE)
+        .sum();
+    // Checked first: without it there is nothing to reserve for.
+    if !userfaultfd_works() {
+        return None;
+    }
+    let pool = match Hugepages::reserve(need as u64) {
+        Ok(p) => p,
+        Err(reason) => {
+            skip::skip(format!("needs {need} free 2 MiB hugepages: {reason}"));
+            return None;
+        }
+    };
+    match GuestMemory::with_page_sizes(regions) {
+        Ok(m) => Some((pool, m)),
+        Err(e) => panic!("setting up hugepage guest memory ({need} pages reserved): {e}"),
     }
 }
 

@@ -13,6 +13,16 @@
 //! `page_size_kib`, both in bytes) with the userfaultfd as `SCM_RIGHTS`;
 //! keep the connection open (Firecracker leaks it, so the handler sees its
 //! end only when the VMM exits).
+//!
+//! With `"huge_pages": "2M"` in its machine configuration, Firecracker maps
+//! each region with `MAP_HUGETLB | MAP_HUGE_2MB` instead, and says
+//! `"page_size": 2097152` for it; [`GuestMemory::with_page_sizes`] does the
+//! same, per region, from the hugepage pool (`hugepages.rs` reserves one for
+//! a test or a measurement).
+
+mod hugepages;
+
+pub use hugepages::Hugepages;
 
 use std::io::{self, IoSlice};
 use std::mem::MaybeUninit;
@@ -36,7 +46,12 @@ pub struct GuestRegion {
     pub size: usize,
     /// Offset of its bytes in the memory file.
     pub offset: u64,
+    /// Its page size: the host's, or 2 MiB (hugetlbfs).
+    pub page_size: usize,
 }
+
+/// 2 MiB: a hugetlbfs page, as Firecracker's `"huge_pages": "2M"`.
+pub const HUGE_PAGE: usize = crate::space::HUGE_PAGE;
 
 /// A VMM's guest memory, registered with a userfaultfd, as Firecracker
 /// sets it up for a restore.
@@ -55,6 +70,17 @@ impl GuestMemory {
     /// a missing page would get `EFAULT` instead. Fails with `EPERM` where
     /// neither can be opened.
     pub fn new(sizes: &[usize]) -> io::Result<Self> {
+        let page = rustix::param::page_size();
+        let regions: Vec<(usize, usize)> = sizes.iter().map(|&s| (s, page)).collect();
+        Self::with_page_sizes(&regions)
+    }
+
+    /// As [`new`](Self::new), one region per `(size, page size)`: a page
+    /// size of [`HUGE_PAGE`] maps the region from the 2 MiB hugepage pool
+    /// (`MAP_HUGETLB | MAP_HUGE_2MB`, as Firecracker with `"huge_pages":
+    /// "2M"`), which must hold enough free pages ([`Hugepages::reserve`]);
+    /// else `ENOMEM`.
+    pub fn with_page_sizes(regions: &[(usize, usize)]) -> io::Result<Self> {
         let wanted = u64::from(uapi::UFFD_FEATURE_EVENT_REMOVE);
         let (uffd, user_mode_only) = match Uffd::open(true, false, wanted) {
             Err(e) if e.raw_os_error() == Some(libc::EPERM) => {
@@ -70,11 +96,24 @@ impl GuestMemory {
         }
         let mut mem = GuestMemory {
             uffd: rustix::io::dup(uffd.as_fd())?,
-            regions: Vec::with_capacity(sizes.len()),
+            regions: Vec::with_capacity(regions.len()),
             user_mode_only,
         };
+        let host = rustix::param::page_size();
         let mut offset = 0u64;
-        for &size in sizes {
+        for &(size, page_size) in regions {
+            let flags = if page_size == host {
+                MapFlags::PRIVATE | MapFlags::NORESERVE
+            } else if page_size == HUGE_PAGE {
+                // Reserved at mmap (no NORESERVE): an empty pool fails here
+                // with ENOMEM, not later with SIGBUS.
+                MapFlags::PRIVATE | MapFlags::HUGETLB | MapFlags::HUGE_2MB
+            } else {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    format!("page size {page_size}: only {host} and {HUGE_PAGE}"),
+                ));
+            };
             // SAFETY: a fresh anonymous mapping at an address of the
             // kernel's choosing aliases nothing; unmapped in Drop.
             let ptr = unsafe {
@@ -82,13 +121,14 @@ impl GuestMemory {
                     std::ptr::null_mut(),
                     size,
                     ProtFlags::READ | ProtFlags::WRITE,
-                    MapFlags::PRIVATE | MapFlags::NORESERVE,
+                    flags,
                 )
             }?;
             mem.regions.push(GuestRegion {
                 base: ptr as usize,
                 size,
                 offset,
+                page_size,
             });
             uffd.register(
                 ptr as usize,
@@ -119,14 +159,16 @@ impl GuestMemory {
 
     /// The mapping list exactly as Firecracker serialises it.
     pub fn mappings_json(&self) -> String {
-        let page = rustix::param::page_size();
         let items: Vec<String> = self
             .regions
             .iter()
             .map(|r| {
                 format!(
-                    "{{\"base_host_virt_addr\":{},\"size\":{},\"offset\":{},\"page_size\":{page},\"page_size_kib\":{page}}}",
-                    r.base, r.size, r.offset
+                    "{{\"base_host_virt_addr\":{},\"size\":{},\"offset\":{},\"page_size\":{p},\"page_size_kib\":{p}}}",
+                    r.base,
+                    r.size,
+                    r.offset,
+                    p = r.page_size
                 )
             })
             .collect();
