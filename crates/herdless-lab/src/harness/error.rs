@@ -45,6 +45,11 @@ pub enum LabError {
     /// A thread of a measurement panicked.
     #[error("{0} panicked")]
     Panicked(String),
+    /// A variant this machine cannot run (a resource it lacks: hugepages
+    /// that cannot be reserved...): the runner records the cell as
+    /// skipped, with this reason, and does not count it as an error.
+    #[error("skipped: {0}")]
+    Unavailable(String),
     /// A sample broke the section's metric declaration.
     #[error("bad sample: {0}")]
     Sample(String),

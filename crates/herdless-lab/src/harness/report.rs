@@ -140,6 +140,11 @@ pub struct Cell {
     /// Errors of failed repetitions (a variant that fails once on a case is
     /// not run again on it).
     pub errors: Vec<String>,
+    /// Why the variant could not run here at all
+    /// ([`LabError::Unavailable`](crate::harness::LabError::Unavailable)):
+    /// not an error, and no measurement.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub skipped: Option<String>,
 }
 
 /// A ratio of medians (of the primary metric unless `metric` says

@@ -117,12 +117,14 @@ pub fn run_experiment(
     })
 }
 
-/// One row's measurements: per variant the kept samples and the errors,
-/// and the CPU time the machine spent while they ran.
+/// One row's measurements: per variant the kept samples, the errors, or
+/// why it cannot run here, and the CPU time the machine spent while they
+/// ran.
 #[derive(Clone, Debug)]
 struct Row {
     samples: Vec<Vec<Sample>>,
     errors: Vec<Vec<String>>,
+    skipped: Vec<Option<String>>,
     tally: Tally,
 }
 
@@ -131,6 +133,7 @@ impl Row {
         Row {
             samples: vec![Vec::new(); variants],
             errors: vec![Vec::new(); variants],
+            skipped: vec![None; variants],
             tally: Tally::default(),
         }
     }
@@ -162,7 +165,7 @@ impl Measurer<'_> {
             variants[v].0,
             rep + 1
         ));
-        if row.errors[v].is_empty() {
+        if row.errors[v].is_empty() && row.skipped[v].is_none() {
             let sample = self
                 .plan
                 .run(self.opts.suite, c, v)
@@ -170,6 +173,7 @@ impl Measurer<'_> {
             match sample {
                 Ok(s) if rep >= self.opts.warmup => row.samples[v].push(s),
                 Ok(_) => {}
+                Err(LabError::Unavailable(why)) => row.skipped[v] = Some(why),
                 Err(e) => row.errors[v].push(format!("repetition {}: {e}", rep + 1)),
             }
         }
@@ -241,6 +245,7 @@ fn run_section(plan: &dyn SectionPlan, opts: &RunOptions, bar: &Progress) -> Sec
             bar.more((rounds * nv) as u64);
             let mut row = Row::new(nv);
             row.errors.clone_from(&rows[c].errors);
+            row.skipped.clone_from(&rows[c].skipped);
             for rep in 0..rounds {
                 for k in 0..nv {
                     m.once(&mut row, c, (k + rep) % nv, rep, rounds, &cases[c].0);
@@ -388,6 +393,7 @@ fn case_report(
                 variant: name.to_string(),
                 metrics: summarise(&row.samples[v], plan.metrics()),
                 errors: row.errors[v].clone(),
+                skipped: row.skipped[v].clone(),
             })
             .collect(),
         attempts: 1,
@@ -552,6 +558,37 @@ mod tests {
             Suite::Quick.default_reps()
         );
         assert_eq!(report.sections[0].ratios[0].values, vec![None, None]);
+    }
+
+    #[test]
+    fn a_variant_this_machine_cannot_run_is_skipped_not_failed_and_not_rerun() {
+        static CALLS: Mutex<usize> = Mutex::new(0);
+        let exp = Experiment::new("toy", "none").section(
+            Section::new("toy", "n", cases())
+                .metric(Metric::lower("t", "s"))
+                .variant(Variant::new("huge", Role::Peer, |_: &Case<u32>| {
+                    *CALLS.lock().unwrap() += 1;
+                    Err(LabError::Unavailable("no hugepages".into()))
+                }))
+                .variant(Variant::new("good", Role::After, |_: &Case<u32>| {
+                    Ok(Sample::new().with("t", 1.0))
+                })),
+        );
+        let report = run_experiment(&exp, &RunOptions::new(Suite::Quick)).unwrap();
+        assert_eq!(*CALLS.lock().unwrap(), 2, "once per case");
+        let cell = &report.sections[0].cases[0].cells[0];
+        assert!(cell.errors.is_empty() && cell.metrics.is_empty());
+        assert_eq!(cell.skipped.as_deref(), Some("no hugepages"));
+        let table = crate::harness::table::render_experiment(&report);
+        assert!(
+            table.contains("skipped: huge (not run here): no hugepages"),
+            "{table}"
+        );
+        // Old results files have no `skipped`: read as None.
+        let mut json = serde_json::to_value(cell).unwrap();
+        json.as_object_mut().unwrap().remove("skipped");
+        let back: crate::harness::report::Cell = serde_json::from_value(json).unwrap();
+        assert_eq!(back.skipped, None);
     }
 
     #[test]

@@ -93,6 +93,7 @@ pub fn render_section(s: &SectionReport) -> String {
             }
         }
     }
+    let mut skips: Vec<(&str, &str)> = Vec::new();
     for case in &s.cases {
         for cell in &case.cells {
             if let Some(first) = cell.errors.first() {
@@ -104,7 +105,18 @@ pub fn render_section(s: &SectionReport) -> String {
                     4,
                 ));
             }
+            if let Some(why) = &cell.skipped {
+                if !skips.contains(&(&cell.variant, why)) {
+                    skips.push((&cell.variant, why));
+                }
+            }
         }
+    }
+    for (variant, why) in skips {
+        out.push_str(&para(
+            &format!("skipped: {variant} (not run here): {why}"),
+            4,
+        ));
     }
     out
 }
@@ -245,6 +257,7 @@ fn measurement(cell: &Cell, metric: &str, digits: usize) -> Result<(String, Stri
             fmt_spread(sum.median, sum.spread),
         )),
         None if !cell.errors.is_empty() => Err("error".to_string()),
+        None if cell.skipped.is_some() => Err("skipped".to_string()),
         None => Err("—".to_string()),
     }
 }

@@ -439,6 +439,7 @@ mod tests {
             variant: name.to_string(),
             metrics: [("t".to_string(), summary(ms))].into_iter().collect(),
             errors: Vec::new(),
+            skipped: None,
         };
         let mut s = SectionReport {
             title: "fixture".into(),

@@ -39,11 +39,7 @@ std::thread_local! {
 /// ```
 #[derive(Debug)]
 pub struct Hugepages {
-    /// Pages this added to the pool (0: it had enough).
-    added: u64,
-    /// The pool's size before, and as this set it.
-    before: u64,
-    set: u64,
+    growth: Growth,
     _turn: MutexGuard<'static, ()>,
 }
 
@@ -64,54 +60,134 @@ fn available() -> Result<u64, String> {
     Ok(read(FREE)?.saturating_sub(read(RESV)?))
 }
 
+/// What one reservation did to the pool.
+#[derive(Clone, Copy, Debug, Default)]
+struct Growth {
+    /// The pool's size before, and as this set it (equal: not grown).
+    before: u64,
+    set: u64,
+}
+
+impl Growth {
+    /// Grows the pool until `pages` are free for new mappings (module doc).
+    fn to(pages: u64) -> Result<Growth, String> {
+        let have = available().map_err(|e| format!("no 2 MiB hugepages on this kernel ({e})"))?;
+        let before = read(NR)?;
+        if have >= pages {
+            return Ok(Growth {
+                before,
+                set: before,
+            });
+        }
+        let want = before + (pages - have);
+        write(NR, want).map_err(|e| {
+            format!(
+                "{pages} free 2 MiB hugepages needed, {have} free, and the pool cannot be grown \
+                 ({e}; as root: sysctl vm.nr_hugepages={want})"
+            )
+        })?;
+        // The kernel may have grown the pool by less than asked.
+        let g = Growth {
+            before,
+            set: read(NR).unwrap_or(want),
+        };
+        match available() {
+            Ok(now) if now >= pages => Ok(g),
+            now => {
+                g.undo();
+                Err(format!(
+                    "{pages} free 2 MiB hugepages needed; the kernel found memory for only {} \
+                     (memory too fragmented; try `echo 1 > /proc/sys/vm/compact_memory`)",
+                    now.unwrap_or(0)
+                ))
+            }
+        }
+    }
+
+    /// Takes back what [`to`](Self::to) added: the old size if nobody
+    /// resized the pool meanwhile, else the current size less the addition.
+    fn undo(self) {
+        let added = self.set.saturating_sub(self.before);
+        if added == 0 {
+            return;
+        }
+        let target = match read(NR) {
+            Ok(now) if now == self.set => self.before,
+            Ok(now) => now.saturating_sub(added),
+            Err(_) => return,
+        };
+        let _ = write(NR, target);
+    }
+}
+
 impl Hugepages {
     /// Makes at least `pages` 2 MiB hugepages available, raising
-    /// `vm.nr_hugepages` if needed (root only).
+    /// `vm.nr_hugepages` if needed (root only), until this is dropped.
     ///
     /// # Errors
     /// Why it cannot, as one line for a skip message: no 2 MiB hugepages
-    /// on this kernel, not root, or the kernel could not find the memory
-    /// (fragmented).
+    /// on this kernel, not root, the kernel could not find the memory
+    /// (fragmented), or this thread holds a reservation already.
     pub fn reserve(pages: u64) -> Result<Hugepages, String> {
         if HOLDING.get() {
             return Err("this thread holds a reservation already: drop it first".into());
         }
         let turn = TURN.lock().unwrap_or_else(|p| p.into_inner());
+        let growth = Growth::to(pages)?;
         HOLDING.set(true);
-        let have = available().map_err(|e| format!("no 2 MiB hugepages on this kernel ({e})"))?;
-        let before = read(NR)?;
-        if have >= pages {
-            return Ok(Hugepages {
-                added: 0,
-                before,
-                set: before,
-                _turn: turn,
-            });
-        }
-        let set = before + (pages - have);
-        write(NR, set).map_err(|e| {
-            format!(
-                "{pages} free 2 MiB hugepages needed, {have} free, and the pool cannot be grown \
-                 ({e}; as root: sysctl vm.nr_hugepages={set})"
-            )
-        })?;
-        // The kernel may have grown the pool by less than asked.
-        let set = read(NR).unwrap_or(set);
-        let r = Hugepages {
-            added: set.saturating_sub(before),
-            before,
-            set,
+        Ok(Hugepages {
+            growth,
             _turn: turn,
-        };
-        let now = available()?;
-        if now < pages {
-            // Dropping `r` gives back what was added.
-            return Err(format!(
-                "{pages} free 2 MiB hugepages needed; the kernel found memory for only {now} \
-                 (memory too fragmented; try `echo 1 > /proc/sys/vm/compact_memory`)"
-            ));
+        })
+    }
+
+    /// Makes at least `pages` 2 MiB hugepages available until this process
+    /// exits (it gives back what it added then, from an `atexit` hook; a
+    /// process killed by a signal leaves the pool grown). For a
+    /// measurement repeated many times: a pool shrunk and grown again gets
+    /// pages the machine must find afresh, and in a VM (free page
+    /// reporting) their first touch costs a fault in the host each, which
+    /// a host with its hugepages reserved at boot never pays. Calls may
+    /// ask for more; the pool only grows.
+    ///
+    /// # Errors
+    /// As [`reserve`](Self::reserve).
+    pub fn reserve_until_exit(pages: u64) -> Result<(), String> {
+        static HELD: Mutex<Option<(u64, Growth)>> = Mutex::new(None);
+        extern "C" fn give_back() {
+            let held = HELD.lock().unwrap_or_else(|p| p.into_inner()).take();
+            if let Some((_, g)) = held {
+                g.undo();
+            }
         }
-        Ok(r)
+        let _turn = TURN.lock().unwrap_or_else(|p| p.into_inner());
+        let mut held = HELD.lock().unwrap_or_else(|p| p.into_inner());
+        match *held {
+            Some((n, _)) if n >= pages && available().is_ok_and(|a| a >= pages) => Ok(()),
+            Some((_, old)) => {
+                let more = Growth::to(pages)?;
+                *held = Some((
+                    pages,
+                    Growth {
+                        before: old.before,
+                        set: old.set + (more.set - more.before),
+                    },
+                ));
+                Ok(())
+            }
+            None => {
+                let g = Growth::to(pages)?;
+                // SAFETY: `give_back` is an `extern "C" fn()` that does not
+                // unwind (no panicking call in it); registering it has no
+                // other precondition.
+                if unsafe { libc::atexit(give_back) } != 0 {
+                    g.undo();
+                    return Err("could not register the pool's give-back at exit".into());
+                }
+                *held = Some((pages, g));
+                Ok(())
+            }
+        }
     }
 }
 
@@ -119,14 +195,6 @@ impl Drop for Hugepages {
     fn drop(&mut self) {
         // The turn is released after this body, by its guard's drop.
         HOLDING.set(false);
-        if self.added == 0 {
-            return;
-        }
-        let target = match read(NR) {
-            Ok(now) if now == self.set => self.before,
-            Ok(now) => now.saturating_sub(self.added),
-            Err(_) => return,
-        };
-        let _ = write(NR, target);
+        self.growth.undo();
     }
 }

@@ -13,14 +13,21 @@
 //!   demand faults first, a fault on a page of the trace filling the next
 //!   32 pages of it;
 //! - `copy-all`: every page copied before the first fault is answered, as
-//!   Firecracker's `fault_all_handler`.
+//!   Firecracker's `fault_all_handler`;
+//! - `2m-on-demand`: the same snapshot restored into 2 MiB hugepage guest
+//!   memory (Firecracker's `"huge_pages": "2M"`: `MAP_HUGETLB` regions),
+//!   one 2 MiB `UFFDIO_COPY` per fault. It needs the snapshot's size in
+//!   free hugepages, reserved for each measurement (as root, raising
+//!   `vm.nr_hugepages` and giving them back); where they cannot be, it is
+//!   skipped with the reason.
 //!
 //! The handler is `herdless-uffd`'s library on a thread of the lab; the VMM
 //! is `herdless_pager::vmm`, which sets up guest memory and hands it over
 //! exactly as Firecracker does (a real socket, `SCM_RIGHTS`); `run.rs`.
 //! Every handler (min(T, 2) handler threads) has the working set's pages
 //! of the memory file mapped before the VMM connects, as Firecracker's
-//! examples map the whole file; `copy-all` maps all of it.
+//! examples map the whole file; `copy-all` and `2m-on-demand`, which
+//! copy whole 2 MiB pages, map all of it.
 //!
 //! Metrics: `time_ms`, from the handoff until every thread has touched its
 //! share of the working set (every word summed and checked against the
@@ -56,6 +63,8 @@ pub(crate) enum How {
     Prefetch,
     /// Copy everything first.
     CopyAll,
+    /// Serve faults only, in 2 MiB hugepage guest memory.
+    Hugepages,
 }
 
 fn cases(mib: usize, threads: &[usize]) -> Vec<Case<Params>> {
@@ -90,7 +99,7 @@ pub fn experiment() -> Experiment {
     .metric(Metric::lower("copied_mib", "MiB"))
     .metric(Metric::lower("unread_mib", "MiB"))
     .evidence(&["demand_faults", "copied_mib", "unread_mib"]);
-    let variants: [(&'static str, Role, How); 4] = [
+    let variants: [(&'static str, Role, How); 5] = [
         (
             "4k-on-demand",
             Role::Before,
@@ -103,6 +112,7 @@ pub fn experiment() -> Experiment {
         ),
         ("prefetch", Role::After, How::Prefetch),
         ("copy-all", Role::Peer, How::CopyAll),
+        ("2m-on-demand", Role::Peer, How::Hugepages),
     ];
     for (name, role, how) in variants {
         s = s.variant(Variant::new(name, role, move |case| {
@@ -117,12 +127,13 @@ pub fn experiment() -> Experiment {
                 .at_least(20.0),
         )
         .ratio(Ratio::of("4k-on-demand", "fault-around-64k"))
-        .ratio(Ratio::of("copy-all", "prefetch"));
+        .ratio(Ratio::of("copy-all", "prefetch"))
+        .ratio(Ratio::of("4k-on-demand", "2m-on-demand"));
     Experiment::new(
         "restore",
         "issue 13, herdless-uffd: a Firecracker snapshot restored on demand (4 KiB or a 64 KiB \
-         window), by prefetching a recorded working set (REAP, ASPLOS '21), or by copying \
-         everything first",
+         window, or into 2 MiB hugepages), by prefetching a recorded working set (REAP, ASPLOS \
+         '21), or by copying everything first",
     )
     .claim(
         "REAP: recording the pages a function touches and prefetching them cut page faults by \

@@ -10,7 +10,7 @@ use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use herdless_pager::restore::{Populate, Restore, RestoreOptions, RestoreSummary};
-use herdless_pager::vmm::GuestMemory;
+use herdless_pager::vmm::{GuestMemory, Hugepages, HUGE_PAGE};
 
 use super::workload::{self, Snapshot, PAGE};
 use super::{How, Params};
@@ -42,15 +42,25 @@ struct Restored {
     summary: RestoreSummary,
 }
 
-/// Restores `snapshot` with `opts`, the workload touching `runs` from
-/// `threads` threads; checks every sum.
+/// Restores `snapshot` with `opts` into guest memory of `page`-byte pages
+/// (4 KiB, or 2 MiB hugepages: reserved for the rest of the lab's run, so
+/// that every repetition after the warm-up finds them as a host with a
+/// boot-time pool does; [`LabError::Unavailable`] where they cannot be),
+/// the workload touching `runs` from `threads` threads; checks every sum.
 fn restore(
     snapshot: &Snapshot,
     mut opts: RestoreOptions,
+    page: usize,
     runs: &[(usize, usize)],
     threads: usize,
 ) -> Result<Restored, LabError> {
     opts.quiet = true;
+    if page == HUGE_PAGE {
+        let pages = (snapshot.len / HUGE_PAGE) as u64;
+        Hugepages::reserve_until_exit(pages).map_err(|why| {
+            LabError::Unavailable(format!("{pages} free 2 MiB hugepages needed: {why}"))
+        })?;
+    }
     let restore = Restore::bind(opts).map_err(restore_err)?;
     let socket = restore.socket_path().to_path_buf();
     let server = std::thread::Builder::new()
@@ -58,7 +68,7 @@ fn restore(
         .spawn(move || restore.run())
         .map_err(|e| LabError::os("spawning the restore server", e))?;
     let outcome = (|| {
-        let mem = GuestMemory::new(&[snapshot.len])
+        let mem = GuestMemory::with_page_sizes(&[(snapshot.len, page)])
             .map_err(|e| LabError::os("guest memory (userfaultfd)", e))?;
         let base = mem.regions()[0].base;
         let sums: Vec<AtomicU64> = (0..threads).map(|_| AtomicU64::new(0)).collect();
@@ -131,7 +141,7 @@ fn trace_for(
     let mut opts = RestoreOptions::new(socket_path(), &snapshot.path);
     opts.handlers = handlers(p.threads);
     opts.record = Some(path.clone());
-    restore(snapshot, opts, runs, p.threads)?;
+    restore(snapshot, opts, PAGE, runs, p.threads)?;
     traces.insert(key, path.clone());
     Ok(path)
 }
@@ -152,6 +162,7 @@ pub(crate) fn measure(how: How, case: &Case<Params>) -> Result<Sample, LabError>
     // repetition would only cost the lab time). `copy-all` maps it all.
     let trace = trace_for(&snapshot, &p, &runs)?;
     opts.populate = Populate::Trace(trace.clone());
+    let mut page = PAGE;
     match how {
         How::OnDemand { window } => opts.fault_around = window,
         How::Prefetch => {
@@ -160,14 +171,21 @@ pub(crate) fn measure(how: How, case: &Case<Params>) -> Result<Sample, LabError>
             opts.prefetch_threads = std::thread::available_parallelism().map_or(1, |n| n.get());
         }
         How::CopyAll => opts.copy_all = true,
+        How::Hugepages => {
+            // Each fault copies a whole 2 MiB page: all of its bytes mapped
+            // ahead, as Firecracker's examples map the whole file.
+            opts.populate = Populate::All;
+            page = HUGE_PAGE;
+        }
     }
-    let r = restore(&snapshot, opts, &runs, p.threads)?;
+    let r = restore(&snapshot, opts, page, &runs, p.threads)?;
     let s = &r.summary.stats;
-    let copied = r.summary.pages_copied();
-    let mib = |pages: u64| (pages * PAGE as u64) as f64 / f64::from(1 << 20);
+    let copied = r.summary.bytes_copied();
+    let mib = |bytes: u64| bytes as f64 / f64::from(1 << 20);
+    let ws_bytes = (ws_pages * PAGE) as u64;
     Ok(Sample::new()
         .with("time_ms", r.time.as_secs_f64() * 1e3)
         .with("demand_faults", s.faults as f64)
         .with("copied_mib", mib(copied))
-        .with("unread_mib", mib(copied.saturating_sub(ws_pages as u64))))
+        .with("unread_mib", mib(copied.saturating_sub(ws_bytes))))
 }

@@ -69,6 +69,13 @@ pub(super) fn section(out: &mut String, s: &SectionReport, prefix: &str) {
                             esc(&cell.errors.join("; "))
                         );
                     }
+                    None if cell.skipped.is_some() => {
+                        let _ = write!(
+                            out,
+                            "<td class=\"num\" title=\"{}\">skipped</td>",
+                            esc(cell.skipped.as_deref().unwrap_or_default())
+                        );
+                    }
                     None => out.push_str("<td class=\"num\">—</td>"),
                 }
             }
@@ -105,6 +112,18 @@ pub(super) fn section(out: &mut String, s: &SectionReport, prefix: &str) {
             let _ = writeln!(out, "<li>{}</li>", esc(&e));
         }
         out.push_str("</ul>\n");
+    }
+    let mut skips: Vec<String> = Vec::new();
+    for cell in s.cases.iter().flat_map(|c| &c.cells) {
+        if let Some(why) = &cell.skipped {
+            let line = format!("{} (not run here): {why}", cell.variant);
+            if !skips.contains(&line) {
+                skips.push(line);
+            }
+        }
+    }
+    for line in skips {
+        let _ = writeln!(out, "<p class=\"verdict\">skipped: {}</p>", esc(&line));
     }
 }
 
