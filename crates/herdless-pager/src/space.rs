@@ -162,6 +162,14 @@ impl Space {
         start..(start + window_pages).min(r.first_page + r.source_pages)
     }
 
+    /// The aligned run of `pages` pages (a power of two) holding page `p`,
+    /// clipped to its region (source bytes or not).
+    pub(crate) fn aligned(&self, p: usize, pages: usize) -> Range<usize> {
+        let r = self.region_of(p);
+        let start = r.first_page + ((p - r.first_page) & !(pages - 1));
+        start..(start + pages).min(r.first_page + r.len / r.page)
+    }
+
     /// The pages of `[start, end)` (addresses) in each region, as ranges of
     /// page numbers: partial pages at either end included.
     pub(crate) fn pages_in(&self, start: usize, end: usize) -> Vec<Range<usize>> {

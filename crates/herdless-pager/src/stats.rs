@@ -50,6 +50,8 @@ pub(crate) struct Counters {
     pub(crate) handler_self_faults: AtomicU64,
     pub(crate) unmapped_faults: AtomicU64,
     pub(crate) fills_unmapped: AtomicU64,
+    pub(crate) copier_reads: AtomicU64,
+    pub(crate) prefetch_passes: AtomicU64,
     latency_total_ns: AtomicU64,
     latency_max_ns: AtomicU64,
     latency: Buckets,
@@ -107,6 +109,8 @@ impl Counters {
             handler_self_faults: self.handler_self_faults.load(Relaxed),
             unmapped_faults: self.unmapped_faults.load(Relaxed),
             fills_unmapped: self.fills_unmapped.load(Relaxed),
+            copier_reads: self.copier_reads.load(Relaxed),
+            prefetch_passes: self.prefetch_passes.load(Relaxed),
             per_handler_faults: per_handler.iter().map(|c| c.load(Relaxed)).collect(),
             latency: Latency {
                 count,
@@ -187,6 +191,13 @@ pub struct PagerStats {
     /// Fills or wakes that found their range no longer registered
     /// (`ENOENT`: the served process unmapped it, e.g. while exiting).
     pub fills_unmapped: u64,
+    /// Reads of the userfaultfd made by a copier (`herdless-uffd`'s
+    /// prefetch or copy of everything) that a pending event deferred: it
+    /// read and applied the event itself, and went on.
+    pub copier_reads: u64,
+    /// Passes of the prefetch threads (or the copy of everything) over
+    /// their ranges: one each, more where pages were left missing.
+    pub prefetch_passes: u64,
     /// Fault messages served by each handler thread.
     pub per_handler_faults: Vec<u64>,
     /// Fault service latency.

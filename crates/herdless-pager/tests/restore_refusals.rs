@@ -133,6 +133,28 @@ fn mappings_that_do_not_fit_the_memory_file_are_refused() {
     }
 }
 
+/// Firecracker has resumed the VM by the time the handler refuses its
+/// handoff: the refusal names the fix, and a note says the VM now hangs.
+#[test]
+fn a_memory_file_shorter_than_guest_memory_is_refused_naming_the_fix() {
+    let Some(mem) = guest_memory(&[32 * PAGE]) else {
+        return;
+    };
+    let (handler, dir, _) = handler_for("short-file", 16, &[]);
+    let conn = mem.handoff(&handler.socket).unwrap();
+    let log = refused(
+        handler,
+        "start herdless-uffd with the memory file written with this snapshot",
+    );
+    assert!(
+        log.contains("note: the VMM that connected has no page-fault handler now")
+            && log.contains("hangs at its first page fault: stop it"),
+        "{log}"
+    );
+    drop(conn);
+    let _ = std::fs::remove_dir_all(dir);
+}
+
 #[test]
 fn messages_that_are_not_mapping_lists_are_refused() {
     let Some(mem) = guest_memory(&[16 * PAGE]) else {

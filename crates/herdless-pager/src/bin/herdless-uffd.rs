@@ -194,6 +194,12 @@ fn main() -> ExitCode {
         }
         Err(e) => {
             eprintln!("herdless-uffd: error: {e}");
+            if e.leaves_vmm_waiting() {
+                eprintln!(
+                    "herdless-uffd: note: the VMM that connected has no page-fault handler now; \
+                     if it resumed its VM, the VM hangs at its first page fault: stop it"
+                );
+            }
             ExitCode::from(1)
         }
     }

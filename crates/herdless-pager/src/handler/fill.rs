@@ -62,6 +62,10 @@ pub(super) enum Copied {
     Done,
     /// Stopped: the pages not filled were released and woken.
     Stopped,
+    /// Stopped with zero progress by a pending event (a `REMOVE` not read
+    /// yet): the pages not filled were released and woken; the run can be
+    /// tried again once the events are read and applied.
+    Deferred,
     /// The kernel could not read the source memory (`EFAULT`: a mapped file
     /// that shrank) from page `at` on: those pages are still claimed.
     SourceFault { at: usize },
@@ -89,9 +93,14 @@ impl Shared {
     /// from directly: one copy per page, none through `scratch`. Others, and
     /// a run holding the source's partial last page, are read into
     /// `scratch` in one read and copied from there.
-    pub(crate) fn fill_run(&self, first: usize, n: usize, ask: Ask, scratch: &mut [u8]) {
+    ///
+    /// True if a pending event deferred part of the run (zero-progress
+    /// `EAGAIN`: its unfilled pages are released, to be tried again once the
+    /// events are read).
+    pub(crate) fn fill_run(&self, first: usize, n: usize, ask: Ask, scratch: &mut [u8]) -> bool {
         if self.minor {
-            return self.continue_run(first, n, ask);
+            self.continue_run(first, n, ask);
+            return false;
         }
         let page = self.page_size(first);
         let off = self.space.source_offset(first);
@@ -110,22 +119,26 @@ impl Shared {
             self.release_and_wake(first + ready, n - ready);
         }
         if ready == 0 {
-            return;
+            return false;
         }
         // The source's own bytes, handed to the kernel (never read here).
         let src = mem.wrapping_add(off as usize);
-        if let Copied::SourceFault { at } = self.copy_run(first, ready, first, ask, src) {
-            // The mapping could not be read (a file that shrank): read the
-            // rest instead, which reports the real error; the faulting
-            // page, if still unfilled, is asked for blocking.
-            let rest = if at == first {
-                ask
-            } else if ask == Ask::Demand {
-                Ask::NoWait
-            } else {
-                ask
-            };
-            self.fill_from_reads(at, first + ready - at, rest, scratch);
+        match self.copy_run(first, ready, first, ask, src) {
+            Copied::Done | Copied::Stopped => false,
+            Copied::Deferred => true,
+            Copied::SourceFault { at } => {
+                // The mapping could not be read (a file that shrank): read
+                // the rest instead, which reports the real error; the
+                // faulting page, if still unfilled, is asked for blocking.
+                let rest = if at == first {
+                    ask
+                } else if ask == Ask::Demand {
+                    Ask::NoWait
+                } else {
+                    ask
+                };
+                self.fill_from_reads(at, first + ready - at, rest, scratch)
+            }
         }
     }
 
@@ -136,8 +149,15 @@ impl Shared {
     /// the first page it could not give is poisoned if it must be served
     /// (the faulting page, or any page of a `populate`), and the rest are
     /// given back: never a page filled with anything but the source's
-    /// bytes, and zeros only past the source's end in its last page.
-    pub(super) fn fill_from_reads(&self, first: usize, n: usize, ask: Ask, scratch: &mut [u8]) {
+    /// bytes, and zeros only past the source's end in its last page. True
+    /// if a pending event deferred part of the run, as for `fill_run`.
+    pub(super) fn fill_from_reads(
+        &self,
+        first: usize,
+        n: usize,
+        ask: Ask,
+        scratch: &mut [u8],
+    ) -> bool {
         let page = self.page_size(first);
         let off = self.space.source_offset(first);
         let bytes = n * page;
@@ -184,12 +204,13 @@ impl Shared {
             }
         }
         if ready == 0 {
-            return;
+            return false;
         }
         // The part of the last page past the source's end reads zeros.
         buf[avail.min(ready * page)..ready * page].fill(0);
         match self.copy_run(first, ready, first, ask, buf.as_ptr()) {
-            Copied::Done | Copied::Stopped => {}
+            Copied::Done | Copied::Stopped => false,
+            Copied::Deferred => true,
             // Our own buffer is readable: an EFAULT here means the kernel
             // refused something else; nothing was filled from `at` on.
             Copied::SourceFault { at } => {
@@ -198,6 +219,7 @@ impl Shared {
                     std::io::Error::from_raw_os_error(Errno::FAULT.raw_os_error()),
                 );
                 self.release_and_wake(at, first + ready - at);
+                false
             }
         }
     }
@@ -295,7 +317,7 @@ impl Shared {
                     // A discard event is pending: defer (W).
                     c.add(&c.eagain_retry, 1);
                     self.release_and_wake(at + done, n - done);
-                    return Copied::Stopped;
+                    return Copied::Deferred;
                 }
                 Err(e) if e.raw_os_error() == Some(Errno::FAULT.raw_os_error()) => {
                     return Copied::SourceFault { at: at + done };

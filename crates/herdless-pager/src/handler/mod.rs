@@ -55,6 +55,10 @@ pub(crate) use fill::Ask;
 pub(crate) use plan::Plan;
 pub(crate) use thread::{run, wanted_features, Buffers};
 
+/// The window a fault on a discarded page maps zeros over, aligned, in
+/// bytes (`fault.rs`): 2 MiB, a page table's worth of 4 KiB pages.
+pub(crate) const ZERO_AROUND: usize = 2 << 20;
+
 /// Pages `[first, first + n)` claimed by the current thread: if a panic
 /// unwinds past their fill, the guard gives them back and wakes them, so a
 /// thread faulting on one is never left asleep (invariant W). A fill that

@@ -81,7 +81,10 @@ impl Shared {
             let t0 = Instant::now();
             let c = &self.counters;
             c.add(&c.faults, 1);
-            self.per_handler[idx].fetch_add(1, Ordering::Relaxed);
+            // (A copier serving a batch it read has no handler index.)
+            if let Some(count) = self.per_handler.get(idx) {
+                count.fetch_add(1, Ordering::Relaxed);
+            }
             // Claims and fills only under the fence's fill guard (contract 9).
             let _fill = self.fence.before_fill();
             let Some(page) = self.space.page_of(address) else {
@@ -120,6 +123,46 @@ impl Shared {
             }
         }
         exit
+    }
+
+    /// For a copier a pending event deferred (`background.rs`): reads the
+    /// pending messages without waiting, applies their `REMOVE`s under the
+    /// read guard and serves their faults, as a handler's turn does; the
+    /// messages read (0: none was pending, or a handler took them first).
+    pub(crate) fn serve_pending(&self, bufs: &mut Buffers) -> usize {
+        let mut fds = [PollFd::new(&self.uffd, PollFlags::IN)];
+        let zero = rustix::event::Timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        if !matches!(poll(&mut fds, Some(&zero)), Ok(1..)) {
+            return 0;
+        }
+        let guard = self.fence.before_read();
+        // Non-blocking in `herdless-uffd`; after the poll above a blocking
+        // fd may still wait if a handler took the messages meanwhile, so
+        // only a non-blocking one is read here.
+        let n = match rustix::fs::fcntl_getfl(&self.uffd) {
+            Ok(f) if f.contains(rustix::fs::OFlags::NONBLOCK) => {
+                match self.uffd.read(&mut bufs.msgs) {
+                    Ok(n) => n,
+                    Err(_) => return 0, // EAGAIN: a handler took them; EINTR
+                }
+            }
+            _ => return 0,
+        };
+        self.busy.fetch_add(1, Ordering::AcqRel);
+        let c = &self.counters;
+        c.add(&c.copier_reads, 1);
+        let batch: Vec<Msg> = bufs.msgs[..n]
+            .chunks_exact(MSG_SIZE)
+            .map(Msg::parse)
+            .collect();
+        self.apply_removes(&batch, guard.ticket);
+        drop(guard);
+        self.serve_faults(usize::MAX, &batch, &mut bufs.scratch);
+        self.busy.fetch_sub(1, Ordering::Release);
+        batch.len()
     }
 }
 

@@ -189,7 +189,9 @@ impl Pager {
         let p0 = offset / sh.page;
         let p1 = ((offset + len) / sh.page).min(sh.space.source_end(0));
         if p0 < p1 {
-            sh.fill_pages(p0..p1, Ask::Blocking, run_max, &mut scratch, || {});
+            // A pending event defers a run: its pages are left to the
+            // faults (the handlers read the event).
+            sh.fill_pages(p0..p1, Ask::Blocking, run_max, &mut scratch, || false);
         }
         let after = sh.counters.snapshot(&[]).pages_populated;
         Ok(after.saturating_sub(before))

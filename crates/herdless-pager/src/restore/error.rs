@@ -137,7 +137,11 @@ pub enum RestoreError {
         reason: String,
     },
     /// The mappings together need more bytes than the memory file has.
-    #[error("the mappings need {total} bytes, more than the memory file's {file_len}")]
+    #[error(
+        "the mappings need {total} bytes, more than the memory file's {file_len}: it is not this \
+         snapshot's memory file (or it was cut short); start herdless-uffd with the memory file \
+         written with this snapshot"
+    )]
     SizesExceedFile {
         /// Sum of the sizes.
         total: u64,
@@ -171,6 +175,26 @@ impl RestoreError {
         matches!(
             self,
             RestoreError::Usage(_) | RestoreError::OutputCollides { .. }
+        )
+    }
+
+    /// Whether a VMM had connected when this refusal came (its handoff
+    /// was refused, or serving could not start): Firecracker sends its
+    /// handoff and goes on, so a VM loaded with `resume_vm` is running
+    /// with nobody to serve its faults and hangs at the first one. Whoever
+    /// started the restore must stop it (the handler's exit status 1 is
+    /// the signal to watch).
+    pub fn leaves_vmm_waiting(&self) -> bool {
+        !matches!(
+            self,
+            RestoreError::Usage(_)
+                | RestoreError::OutputCollides { .. }
+                | RestoreError::Output { .. }
+                | RestoreError::MemoryFile { .. }
+                | RestoreError::SocketExists { .. }
+                | RestoreError::Socket { .. }
+                | RestoreError::Trace { .. }
+                | RestoreError::AcceptTimeout(_)
         )
     }
 

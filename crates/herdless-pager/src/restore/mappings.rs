@@ -129,7 +129,8 @@ pub fn parse(
                 i,
                 format!(
                     "offset {:#x} + size {:#x} ends at byte {file_end}, past the memory file's \
-                     {file_len}",
+                     {file_len}: it is not this snapshot's memory file (or it was cut short); \
+                     start herdless-uffd with the memory file written with this snapshot",
                     w.offset, w.size
                 ),
             ));

@@ -35,14 +35,17 @@
 //! copy), or the chunk claims after the read ended and finds `P`
 //! `DISCARDED`, which is never claimed again. A `REMOVE` queued while the
 //! copy runs makes it fail with zero progress (`EAGAIN`): its pages go back
-//! to `MISSING` and are tried again after the whole plan (by then the
-//! event is read, and the discarded ones are skipped), for a bounded
-//! number of passes.
+//! to `MISSING`, and the copier reads the pending messages itself (the
+//! `REMOVE`s applied under the read guard like any handler's, the faults
+//! served) and tries the run again, skipping what was discarded
+//! (`handler/background.rs`): a balloon inflating during `--copy-all`,
+//! which runs before any handler thread, or during a prefetch, neither
+//! stops it nor makes it give up (issue 22).
 
 use std::ops::Range;
 
 use super::trace::Trace;
-use crate::handler::{Ask, Shared};
+use crate::handler::{Ask, Buffers, Shared};
 use crate::space::Space;
 
 /// Host pages per prefetch `UFFDIO_COPY` (256 KiB with 4 KiB pages):
@@ -52,9 +55,16 @@ use crate::space::Space;
 pub const CHUNK_PAGES: usize = 64;
 
 /// Passes over the plan at most: the first, then again while pages of it
-/// are still missing (given back to a pending discard, or the source
-/// failed on them: a fault will ask again).
+/// are still missing (the source failed on them, or a deferral outlasted
+/// [`STALLS`]: a fault will ask again).
 const PASSES: usize = 8;
+
+/// Deferrals in a row, with nothing left to read, before a run is left
+/// for a later pass. After a `REMOVE` is read the kernel lets copies in
+/// again only once the discarding thread has run on (it lowers
+/// `mmap_changing` after it is woken), which nothing here can wait on:
+/// the copier yields and tries again, a bounded number of times.
+const STALLS: usize = 100_000;
 
 /// The pages of `trace` in `space`, in trace order and in each region's
 /// own pages (a run crossing regions split at their edges; a run of 4 KiB
@@ -97,13 +107,37 @@ pub(crate) fn everything(space: &Space) -> Vec<Range<usize>> {
 pub(crate) fn run(sh: &Shared, plan: &[Range<usize>], chunk: usize, lane: usize, lanes: usize) {
     let chunk_bytes = chunk * sh.page;
     let mut scratch = vec![0u8; chunk_bytes.max(sh.space.largest_page())];
+    // To serve a batch it reads itself (module doc); without it, deferred
+    // runs are left to the handlers and the next pass.
+    let mut bufs = Buffers::new(sh.scratch_bytes()).ok();
+    let c = &sh.counters;
     for _pass in 0..PASSES {
+        c.add(&c.prefetch_passes, 1);
         for range in plan.iter().skip(lane).step_by(lanes.max(1)) {
             if sh.stopping() {
                 return;
             }
             let run_max = (chunk_bytes / sh.page_size(range.start)).max(1);
-            sh.fill_pages(range.clone(), Ask::Prefetch, run_max, &mut scratch, || {});
+            let mut stalls = 0;
+            let on_deferred = || {
+                let Some(bufs) = bufs.as_mut().filter(|_| !sh.stopping()) else {
+                    return false;
+                };
+                if sh.serve_pending(bufs) > 0 {
+                    stalls = 0;
+                } else {
+                    stalls += 1;
+                    std::thread::yield_now();
+                }
+                stalls < STALLS
+            };
+            sh.fill_pages(
+                range.clone(),
+                Ask::Prefetch,
+                run_max,
+                &mut scratch,
+                on_deferred,
+            );
         }
         // Only this thread's ranges: the other lanes' threads see to theirs.
         let missing = plan

@@ -124,6 +124,8 @@ impl RestoreSummary {
             "eexist": s.eexist,
             "eagain_partial": s.eagain_partial,
             "eagain_retry": s.eagain_retry,
+            "copier_reads": s.copier_reads,
+            "prefetch_passes": s.prefetch_passes,
             "per_handler_faults": s.per_handler_faults,
             "latency_ns": {
                 "count": s.latency.count,
