@@ -76,4 +76,18 @@ fn restore_smoke_measures_every_variant_with_the_counts_each_method_implies() {
             }
         }
     }
+    // Re-reading 4 MiB the balloon took: herdless-uffd serves it with one
+    // fault per 2 MiB window.
+    let balloon = &report.experiments[0].sections[1];
+    for cell in &balloon.cases[0].cells {
+        assert!(
+            cell.errors.is_empty(),
+            "{}: {:?}",
+            cell.variant,
+            cell.errors
+        );
+        if cell.variant == "herdless-uffd" {
+            assert_eq!(cell.metrics["uffd_faults"].median, 2.0);
+        }
+    }
 }

@@ -29,6 +29,12 @@
 //! examples map the whole file; `copy-all` and `2m-on-demand`, which
 //! copy whole 2 MiB pages, map all of it.
 //!
+//! A second section, "re-read ballooned memory" (`balloon.rs`, issue 22
+//! §4): B MiB a balloon took, read again, served by `herdless-uffd` (zeros
+//! by the 2 MiB run) or by the kernel (memory no userfaultfd covers, as
+//! after Firecracker's handler unregisters a removed range); target: no
+//! slower than the kernel.
+//!
 //! Metrics: `time_ms`, from the handoff until every thread has touched its
 //! share of the working set (every word summed and checked against the
 //! snapshot); `demand_faults`, fault messages the handler served;
@@ -36,10 +42,13 @@
 //! bytes the workload never touched. Targets at every thread count:
 //! `4k-on-demand/prefetch` ≥ 3 on time and ≥ 20 on demand faults.
 
+mod balloon;
 mod run;
 mod workload;
 
 use serde::Serialize;
+
+use balloon::{BalloonParams, Server};
 
 use crate::harness::{Case, Experiment, Metric, PerSuite, Ratio, Role, Section, Variant};
 
@@ -129,6 +138,31 @@ pub fn experiment() -> Experiment {
         .ratio(Ratio::of("4k-on-demand", "fault-around-64k"))
         .ratio(Ratio::of("copy-all", "prefetch"))
         .ratio(Ratio::of("4k-on-demand", "2m-on-demand"));
+    let balloon_cases = |mibs: &[usize]| -> Vec<Case<BalloonParams>> {
+        mibs.iter()
+            .map(|&m| Case::new(format!("{m} MiB"), BalloonParams { ballooned_mib: m }))
+            .collect()
+    };
+    let b = Section::new(
+        "re-read ballooned memory (target: as fast as the kernel's own zero pages)",
+        "ballooned",
+        PerSuite {
+            smoke: balloon_cases(&[4]),
+            quick: balloon_cases(&[16]),
+            full: balloon_cases(&[16, 64]),
+        },
+    )
+    .metric(Metric::lower("time_ms", "ms"))
+    .metric(Metric::lower("minor_faults", "faults"))
+    .metric(Metric::lower("uffd_faults", "faults"))
+    .evidence(&["minor_faults", "uffd_faults"])
+    .variant(Variant::new("herdless-uffd", Role::After, |case| {
+        balloon::measure(Server::HerdlessUffd, case)
+    }))
+    .variant(Variant::new("kernel", Role::Peer, |case| {
+        balloon::measure(Server::Kernel, case)
+    }))
+    .ratio(Ratio::of("kernel", "herdless-uffd").at_least(1.0));
     Experiment::new(
         "restore",
         "issue 13, herdless-uffd: a Firecracker snapshot restored on demand (4 KiB or a 64 KiB \
@@ -145,4 +179,5 @@ pub fn experiment() -> Experiment {
          faulting once per page; demand faults are served first",
     )
     .section(s)
+    .section(b)
 }

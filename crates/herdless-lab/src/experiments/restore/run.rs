@@ -22,7 +22,7 @@ fn handlers(threads: usize) -> usize {
 }
 
 /// A fresh socket path.
-fn socket_path() -> PathBuf {
+pub(super) fn socket_path() -> PathBuf {
     static N: AtomicUsize = AtomicUsize::new(0);
     std::env::temp_dir().join(format!(
         "herdless-lab-restore-{}-{}.sock",
@@ -31,7 +31,7 @@ fn socket_path() -> PathBuf {
     ))
 }
 
-fn restore_err(e: herdless_pager::restore::RestoreError) -> LabError {
+pub(super) fn restore_err(e: herdless_pager::restore::RestoreError) -> LabError {
     LabError::Sample(format!("herdless-uffd: {e}"))
 }
 
