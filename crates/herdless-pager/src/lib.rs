@@ -62,20 +62,33 @@
 //! `pager/` (builder, checks, registration, threads, lifecycle), `source/`
 //! (sources; `file_map.rs` the mapping a file is copied from, `guarded.rs`
 //! the calls into a source with its panics caught), `restore/`
-//! (`herdless-uffd`), `vmm.rs` (Firecracker's side of the handoff, for
+//! (`herdless-uffd`), `vmm/` (Firecracker's side of the handoff, for
 //! tests and the lab), `stats.rs`, `error.rs`.
+//!
+//! # Features
+//! Without default features this is the pager alone (no clap, no serde).
+//! `restore`: the [`restore`] module, `herdless-uffd`'s library (serde,
+//! serde_json). `cli` (default): the `herdless-uffd` binary (clap).
+//! `test-vmm`: the hidden `vmm` module, Firecracker's side of the handoff
+//! played in process, for tests and the lab.
 
 #![warn(missing_docs)]
+// The parts of the fault path only `restore` uses (another process's
+// memory, prefetch plans, a copier reading events) are compiled, unused,
+// without that feature: one fault path for both owners.
+#![cfg_attr(not(feature = "restore"), allow(dead_code))]
 
 mod error;
 mod handler;
 mod page_state;
 mod pager;
+#[cfg(feature = "restore")]
 pub mod restore;
 mod source;
 mod space;
 mod stats;
 mod uffd;
+#[cfg(feature = "test-vmm")]
 #[doc(hidden)]
 pub mod vmm;
 

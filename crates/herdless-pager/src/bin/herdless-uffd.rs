@@ -36,11 +36,12 @@ struct Cli {
     socket: PathBuf,
     /// The snapshot's guest memory file.
     memory_file: PathBuf,
-    /// Fault-around window in bytes (a power of two, 4096 to 2 MiB; 4096
-    /// is off, as Firecracker's example handler). Accepts K and M suffixes.
-    /// Regions of 2 MiB hugepages are served one whole page per fault.
-    #[arg(long, value_name = "BYTES", default_value = "4096", value_parser = parse_bytes)]
-    fault_around: usize,
+    /// Fault-around window in bytes (a power of two, one page to 2 MiB;
+    /// default one page: off, as Firecracker's example handler, and what
+    /// --record needs). Accepts K and M suffixes. Regions of 2 MiB
+    /// hugepages are served one whole page per fault.
+    #[arg(long, value_name = "BYTES", value_parser = parse_bytes)]
+    fault_around: Option<usize>,
     /// Handler threads.
     #[arg(long, value_name = "N", default_value_t = 1)]
     handlers: usize,
@@ -137,8 +138,9 @@ fn main() -> ExitCode {
         Ok(t) => t,
         Err(e) => return usage(e),
     };
+    let defaults = RestoreOptions::new(&cli.socket, &cli.memory_file);
     let opts = RestoreOptions {
-        fault_around: cli.fault_around,
+        fault_around: cli.fault_around.unwrap_or(defaults.fault_around),
         handlers: cli.handlers,
         record: cli.record,
         prefetch: cli.prefetch,
@@ -156,7 +158,7 @@ fn main() -> ExitCode {
         handoff_timeout,
         stop_on_signals: true,
         quiet: cli.quiet,
-        ..RestoreOptions::new(cli.socket, cli.memory_file)
+        ..defaults
     };
     debug_assert_eq!(DEFAULT_SOCKET_MODE, 0o600);
     let restore = match Restore::bind(opts) {

@@ -57,8 +57,9 @@ pub struct RestoreOptions {
     pub socket: PathBuf,
     /// The snapshot's memory file.
     pub memory_file: PathBuf,
-    /// Fault-around window in bytes (one page: off, as Firecracker's
-    /// example handler).
+    /// Fault-around window in bytes. Default one page: off, as
+    /// Firecracker's example handler, unlike a [`Pager`](crate::Pager)'s
+    /// 64 KiB (why: [`DEFAULT_FAULT_AROUND`](crate::DEFAULT_FAULT_AROUND)).
     pub fault_around: usize,
     /// Handler threads.
     pub handlers: usize,
