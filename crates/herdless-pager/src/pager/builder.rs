@@ -1,11 +1,13 @@
 //! [`PagerBuilder`]: the pager's options, and `build`, which checks them
-//! (`config.rs`), registers the region (`register.rs`), sets up the state
-//! the handlers share and starts the threads (`threads.rs`).
+//! (`config.rs`), registers the region (`register.rs`), builds the fault
+//! path over it (`fault_path.rs`, as `herdless-uffd` does over a VMM's
+//! regions) and starts the zapper (`threads.rs`).
 
 use std::sync::{mpsc, Arc};
 
+use super::fault_path::FaultPath;
 use super::{config, register, threads, HandlerMode, Pager};
-use crate::handler::{DiscardFence, Shared, SharedParts};
+use crate::handler::DiscardFence;
 use crate::source::{GuardedSource, PageSource, ZeroSource};
 use crate::space::{Space, Span};
 use crate::PagerError;
@@ -105,33 +107,29 @@ impl PagerBuilder {
         let uffd = register::open(self.mode, self.user_mode_only, self.minor)?;
         let reg =
             register::map_and_register(uffd, len, &source, self.minor, self.mode, self.handlers)?;
-        let pages = len / page;
         let (tx, rx) = mpsc::channel::<(usize, usize)>();
-        let shared = Arc::new(Shared::new(SharedParts {
-            uffd: reg.uffd,
-            space: Space::new(
-                vec![Span {
-                    base: reg.region.addr(),
-                    len,
-                    source_offset: 0,
-                    page,
-                }],
-                source.len(),
-            ),
-            window_pages: config::window_pages(self.window, page, pages),
-            source,
-            minor: self.minor,
-            can_poison: reg.can_poison,
-            fence: DiscardFence::rezap(tx),
-            handlers: self.handlers,
-            doorbell: reg.doorbell.as_ref().map_or((0, 0), |d| (d.addr(), d.len)),
-            record: false,
-            plan: None,
-        })?);
+        let space = Space::new(
+            vec![Span {
+                base: reg.region.addr(),
+                len,
+                source_offset: 0,
+                page,
+            }],
+            source.len(),
+        );
+        let (bell, bell_len) = reg.doorbell.as_ref().map_or((0, 0), |d| (d.addr(), d.len));
+        let path = FaultPath::new(reg.uffd, space, source, DiscardFence::rezap(tx))
+            .window(self.window)
+            .handlers(self.handlers)
+            .mode(self.mode)
+            .minor(self.minor)
+            .can_poison(reg.can_poison)
+            .doorbell(bell, bell_len)
+            .prepare()?;
 
         // From here on, `Pager`'s Drop cleans up whatever was started.
         let mut pager = Pager {
-            shared,
+            shared: Arc::clone(&path.shared),
             handlers: Vec::with_capacity(self.handlers),
             zapper: None,
             mode: self.mode,
@@ -139,7 +137,7 @@ impl PagerBuilder {
             doorbell: reg.doorbell,
         };
         pager.zapper = Some(threads::spawn_zapper(Arc::clone(&pager.shared), rx)?);
-        threads::spawn_handlers(&pager.shared, self.mode, &mut pager.handlers, 1)?;
+        path.start(&mut pager.handlers, 1)?;
         Ok(pager)
     }
 }

@@ -16,14 +16,16 @@
 //!
 //! Files, one job each: `builder.rs` (the options and `build`),
 //! `config.rs` (checks), `register.rs` (userfaultfd, region, doorbell),
-//! `threads.rs` (handlers and zapper), `mapping.rs`; this file: the
+//! `fault_path.rs` (the handler threads and what they share: also what
+//! `herdless-uffd` builds), `threads.rs` (the zapper), `mapping.rs`; this file: the
 //! [`Pager`] a user holds, and its shutdown.
 
 mod builder;
 pub(crate) mod config;
+pub(crate) mod fault_path;
 mod mapping;
 mod register;
-pub(crate) mod threads;
+mod threads;
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;

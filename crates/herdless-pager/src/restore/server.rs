@@ -20,8 +20,8 @@ use super::signals::Signals;
 use super::summary::{Ending, RestoreSummary};
 use super::trace::Trace;
 use super::{output, prefetch, Restore, RestoreError};
-use crate::handler::{DiscardFence, Plan, Shared, SharedParts};
-use crate::pager::{config, threads};
+use crate::handler::{DiscardFence, Plan, Shared};
+use crate::pager::fault_path::FaultPath;
 use crate::source::GuardedSource;
 use crate::space::{Space, Span};
 use crate::uffd::Uffd;
@@ -78,20 +78,22 @@ pub(super) fn serve(
         }
         Plan::new(ranges, pages)
     });
-    let shared = Arc::new(Shared::new(SharedParts {
+    // The pager's fault path, over the VMM's regions: handlers that poll
+    // (the fd is non-blocking, and no doorbell page can be registered in
+    // the VMM), fills fenced by reads (no re-zap in another process).
+    let path = FaultPath::new(
         uffd,
         space,
-        window_pages: config::window_pages(opts.fault_around, page, pages),
-        source: GuardedSource::new(Box::new(source))?,
-        minor: false,
-        // Tried, and turned off if this userfaultfd refuses it.
-        can_poison: true,
-        fence: DiscardFence::reads_exclusive(),
-        handlers: opts.handlers,
-        doorbell: (0, 0),
-        record: opts.record.is_some(),
-        plan,
-    })?);
+        GuardedSource::new(Box::new(source))?,
+        DiscardFence::reads_exclusive(),
+    )
+    .window(opts.fault_around)
+    .handlers(opts.handlers)
+    .mode(HandlerMode::Poll)
+    .record(opts.record.is_some())
+    .plan(plan)
+    .prepare()?;
+    let shared = Arc::clone(&path.shared);
 
     if opts.copy_all {
         // Before any fault is served, as Firecracker's fault_all_handler
@@ -129,7 +131,7 @@ pub(super) fn serve(
         }
     }
     let mut handlers = Vec::with_capacity(opts.handlers);
-    let started_handlers = threads::spawn_handlers(&shared, HandlerMode::Poll, &mut handlers, 0);
+    let started_handlers = path.start(&mut handlers, 0);
     let ending = match started_handlers {
         Ok(()) => wait_for_the_end(&shared, &conn, restore, signals.as_ref()),
         Err(e) => Err(RestoreError::Pager(e)),
