@@ -251,7 +251,8 @@ fn occasional_locker() -> Section<occasional::Params> {
     ))
     .metric(Metric::lower("p50_wait_us", "µs, its median wait"))
     .metric(Metric::lower("max_wait_us", "µs, its longest wait"))
-    .metric(Metric::higher("hog_ops_per_s", "the hogs' acquisitions/s"));
+    .metric(Metric::higher("hog_ops_per_s", "the hogs' acquisitions/s"))
+    .evidence(&["p50_wait_us", "max_wait_us", "hog_ops_per_s"]);
     with_families::<Occasional>(section)
         .ratio(Ratio::of(HERDLESS, STD).at_most(1.0))
         .ratio(Ratio::of(HERDLESS, PARKING_LOT))
