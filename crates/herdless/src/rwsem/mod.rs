@@ -185,10 +185,13 @@
 //!
 //! [`TimedOut`]: crate::wait_queue::TimedOut
 
+mod acquire;
 mod count;
+mod grant;
 #[cfg(not(loom))]
 mod lock_api_impl;
 mod raw;
+mod release;
 mod stats;
 mod upgrade;
 mod wait_list;

@@ -16,6 +16,7 @@ use super::waiter::{Kind, Waiter};
 use crate::deadline::Deadline;
 use crate::parker;
 use crate::sync::Ordering;
+use crate::util::sleeper::Sleeper;
 use crate::util::waiter::Slept;
 use crate::util::wake_list::WakeList;
 use crate::variants::Counting;
@@ -270,7 +271,10 @@ impl RawRwSem {
         let try_only = timeout == Some(Duration::ZERO);
         let deadline = Deadline::after(timeout);
         parker::with_current(|parker| {
-            let waiter = pin!(Waiter::new(parker.unparker(), Kind::Upgrade));
+            let waiter = pin!(Waiter::new(
+                Sleeper::Thread(parker.unparker()),
+                Kind::Upgrade
+            ));
             let node = NonNull::from(&*waiter);
             let mut wakes = WakeList::new();
 

@@ -3,8 +3,9 @@
 
 use std::ptr::NonNull;
 
+use crate::util::sleeper::{Sleeper, Wakeup};
 use crate::util::waiter;
-use crate::util::wake_list::WakeList;
+use crate::util::wake_list::{WakeList, WakeSource};
 
 /// What a waiter wants.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -20,9 +21,12 @@ pub(super) enum Kind {
     Upgrade,
 }
 
-/// A queued thread's record: the shared
-/// [`util::waiter::Waiter`](crate::util::waiter::Waiter) with what the
-/// thread wants as its payload (immutable).
+/// A queued thread's or task's record: the shared
+/// [`util::waiter::Waiter`](crate::util::waiter::Waiter) woken through a
+/// [`Sleeper`] (a thread's `Unparker`, or a task's `Waker` slot that the
+/// task's future updates under the wait lock), with what the waiter wants
+/// as its payload (immutable). Threads and tasks queue in the same FIFO
+/// list and are granted by the same code.
 ///
 /// Its links are touched only under the wait lock, while the record is in
 /// the semaphore's wait list (an `Upgrade` record sits in the upgrade slot
@@ -31,17 +35,21 @@ pub(super) enum Kind {
 /// ([`Waiter::grant`], the last access: ARCHITECTURE contract 3); once the
 /// owner sees the grant it holds the lock and may return, freeing the
 /// record.
-pub(super) type Waiter = waiter::Waiter<Kind>;
+pub(super) type Waiter = waiter::Waiter<Kind, Sleeper>;
 
-/// Wakes a queued writer *without* granting it the lock (`AtomicCount`
+/// The wakeups a grant collects under the wait lock (threads and tasks).
+pub(super) type Wakes = WakeList<Wakeup>;
+
+/// Wakes a queued writer (a thread, or a task's waker) *without* granting it the lock (`AtomicCount`
 /// without hand-off): it stays queued and, once running, tries to take the
 /// lock itself. The caller holds the wait lock.
 ///
 /// # Safety
 /// `node` is in the wait list, whose lock the caller holds.
-pub(super) unsafe fn nudge(node: NonNull<Waiter>, wakes: &mut WakeList) {
+pub(super) unsafe fn nudge(node: NonNull<Waiter>, wakes: &mut Wakes) {
     // SAFETY: a queued record is live while the wait lock is held (its
     // owner leaves the list only under that lock).
     let waiter = unsafe { node.as_ref() };
-    wakes.push(waiter.wake_handle().clone());
+    // Under the wait lock: the `WakeSource` contract of a task's slot.
+    wakes.push(waiter.wake_handle().handle());
 }

@@ -3,9 +3,10 @@
 //!
 //! Kernel counterparts: `futex_q`, `rwsem_waiter` and `wait_queue_entry`
 //! are three records with the same protocol, and here they are one type:
-//! [`Waiter<P, W>`] carries the list links, the grant word, the handle that
-//! wakes its owner (`W`: an [`Unparker`], or the wait queue's `Notify`
-//! that may also be a poller's callback) and a per-user payload `P` (the
+//! [`Waiter<P, W>`] carries the list links, the grant word, what wakes its
+//! owner (`W`: an [`Unparker`]; a [`Sleeper`](crate::util::sleeper::Sleeper),
+//! a thread's `Unparker` or a task's `Waker` slot; or the wait queue's
+//! `Notify`, which may also be a poller's callback) and a per-user payload `P` (the
 //! futex key and bucket, the rwsem's read/write kind, the wait queue's
 //! exclusive flag). `parking_lot_core` has the same shape: one
 //! `ThreadData`, one `park`, under several queue heads.
@@ -16,7 +17,7 @@
 //!   lock; push_back(record); unlock          lock
 //!   sleep(): park until granted              unlink(record)
 //!                                            grant(record, token):
-//!                                              wakes.push(record.wake.clone())
+//!                                              wakes.push(record.wake.handle())
 //!                                              state.store(token, Release)  <- last touch
 //!                                            unlock
 //!                                            wakes.wake_all()   (after unlock)
@@ -49,7 +50,7 @@ use crate::deadline::Deadline;
 use crate::parker::{Parker, Unparker};
 use crate::sync::{AtomicU32, Ordering};
 use crate::util::linked_list::{Link, Pointers};
-use crate::util::wake_list::{Wake, WakeList};
+use crate::util::wake_list::{WakeList, WakeSource};
 
 /// The state of a record that is queued (or was never granted).
 const WAITING: u32 = 0;
@@ -74,7 +75,10 @@ pub(crate) const GRANTED: NonZeroU32 = NonZeroU32::MIN;
 ///   that unlinked it under the lock stores the grant token with Release as
 ///   its very last access. The owner reads it with Acquire, with or without
 ///   the lock.
-/// - `wake`: immutable; wakers copy it under the lock.
+/// - `wake`: wakers take a handle from it under the lock
+///   ([`WakeSource::handle`]). An [`Unparker`] is immutable; a task's waker
+///   slot (`util::sleeper`) is written only by the record's owner, under
+///   the lock, while the record is queued (or with no lock before it is).
 /// - `payload`: the user's; it states its own rules (atomics, or immutable).
 pub(crate) struct Waiter<P, W = Unparker> {
     pointers: Pointers<Waiter<P, W>>,
@@ -98,7 +102,7 @@ pub(crate) enum Slept<R> {
     DeadlinePassed,
 }
 
-impl<P, W: Wake + Clone> Waiter<P, W> {
+impl<P, W: WakeSource> Waiter<P, W> {
     /// A record not in any list, in state `WAITING`.
     pub(crate) fn new(wake: W, payload: P) -> Self {
         Waiter {
@@ -153,7 +157,11 @@ impl<P, W: Wake + Clone> Waiter<P, W> {
     /// The caller holds the lock of the list the record was in, has just
     /// unlinked it under that lock, and the record has not been granted
     /// since it was queued.
-    pub(crate) unsafe fn grant(node: NonNull<Self>, token: NonZeroU32, wakes: &mut WakeList<W>) {
+    pub(crate) unsafe fn grant(
+        node: NonNull<Self>,
+        token: NonZeroU32,
+        wakes: &mut WakeList<W::Handle>,
+    ) {
         // SAFETY: the record stays live until its owner sees the grant,
         // which is only possible after the store below (caller contract:
         // not granted yet, and the owner cannot leave the list without the
@@ -162,7 +170,7 @@ impl<P, W: Wake + Clone> Waiter<P, W> {
         // The handle first: after the store the record may be gone (the
         // seed-001 bug that the kernel's `wake_q` fixed: reading
         // `waiter->task` after the waiter could have returned).
-        wakes.push(waiter.wake.clone());
+        wakes.push(waiter.wake.handle());
         // Release pairs with the Acquire in `granted`.
         waiter.state.store(token.get(), Ordering::Release);
     }

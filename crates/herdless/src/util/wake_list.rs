@@ -37,6 +37,27 @@ impl Wake for Unparker {
     }
 }
 
+/// What a waiter record keeps to wake its owner, and gives out as a
+/// [`Wake`] handle to a waker holding the list's lock (rule 1 above): an
+/// [`Unparker`] gives a copy of itself; a record that may belong to a task
+/// keeps a slot its owner updates and gives out a clone of the task's
+/// current `Waker` (`util::sleeper`).
+pub(crate) trait WakeSource {
+    /// The handle a waker pushes onto its [`WakeList`].
+    type Handle: Wake;
+    /// Takes a handle. Called under the lock of the list holding the
+    /// record (the only lock under which the source may change).
+    fn handle(&self) -> Self::Handle;
+}
+
+impl WakeSource for Unparker {
+    type Handle = Unparker;
+    #[inline]
+    fn handle(&self) -> Unparker {
+        self.clone()
+    }
+}
+
 /// Wakeups deferred until after a lock is dropped.
 ///
 /// Slots `inline[woken..len]` are initialised (pushed, not yet woken); the
