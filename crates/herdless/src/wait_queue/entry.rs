@@ -1,31 +1,53 @@
 //! One entry of a wait queue (kernel: `wait_queue_entry`): a sleeping thread
 //! or a poller's callback.
 
-use crate::parker::Unparker;
 use crate::sync::{Arc, AtomicBool};
+use crate::util::sleeper::{Sleeper, Wakeup};
 use crate::util::waiter::Waiter;
-use crate::util::wake_list::Wake;
+use crate::util::wake_list::{Wake, WakeSource};
 
 /// A poller's wake function: runs on the waker's thread, after the queue
 /// lock is dropped.
 pub(super) type Callback = Arc<dyn Fn() + Send + Sync>;
 
 /// The entry's wake function (kernel: `wait_queue_entry::func`).
-#[derive(Clone)]
 pub(super) enum Notify {
-    /// Unpark the waiting thread (kernel: `autoremove_wake_function`): the
-    /// waker also dequeues the entry and grants it (`Waiter::grant`).
-    Thread(Unparker),
+    /// Unpark the waiting thread or wake the waiting task (kernel:
+    /// `autoremove_wake_function`): the waker also dequeues the entry and
+    /// grants it (`Waiter::grant`). A task's waker slot is updated by its
+    /// future under the queue lock (`util::sleeper`).
+    Sleeper(Sleeper),
     /// Call a poller's function (kernel: `ep_poll_callback`): the entry
     /// stays queued until its registration is dropped.
     Callback(Callback),
 }
 
-impl Wake for Notify {
+/// What a wake takes from an entry under the queue lock and runs after
+/// dropping it.
+pub(super) enum NotifyHandle {
+    /// Unpark the thread, or wake the task.
+    Sleeper(Wakeup),
+    /// Call the poller's function.
+    Callback(Callback),
+}
+
+impl WakeSource for Notify {
+    type Handle = NotifyHandle;
+
+    #[inline]
+    fn handle(&self) -> NotifyHandle {
+        match self {
+            Notify::Sleeper(sleeper) => NotifyHandle::Sleeper(sleeper.handle()),
+            Notify::Callback(callback) => NotifyHandle::Callback(callback.clone()),
+        }
+    }
+}
+
+impl Wake for NotifyHandle {
     fn wake(self) {
         match self {
-            Notify::Thread(unparker) => unparker.unpark(),
-            Notify::Callback(callback) => callback(),
+            NotifyHandle::Sleeper(wakeup) => wakeup.wake(),
+            NotifyHandle::Callback(callback) => callback(),
         }
     }
 }
@@ -82,7 +104,7 @@ pub(super) struct EntryKind {
 /// registration is dropped).
 pub(super) type Entry = Waiter<EntryKind, Notify>;
 
-/// A thread entry for the calling thread's parker, or a callback entry.
+/// A thread or task entry, or a callback entry.
 pub(super) fn entry(exclusive: bool, notify: Notify) -> Entry {
     Waiter::new(
         notify,
@@ -118,5 +140,13 @@ impl Waiter<EntryKind, Notify> {
     /// Whether this entry is a poller's callback (never dequeued by wakes).
     pub(super) fn is_callback(&self) -> bool {
         matches!(self.wake_handle(), Notify::Callback(_))
+    }
+
+    /// The waiting task's waker slot; `None` for a thread or a callback.
+    pub(super) fn task_slot(&self) -> Option<&crate::util::sleeper::WakerSlot> {
+        match self.wake_handle() {
+            Notify::Sleeper(sleeper) => sleeper.slot(),
+            Notify::Callback(_) => None,
+        }
     }
 }

@@ -150,8 +150,10 @@ mod entry;
 mod queue;
 mod registration;
 mod wait;
+mod wait_async;
 
 pub(crate) use entry::Latch;
 pub use queue::{WaitQueue, WaitQueueStats};
 pub use registration::{OwnedRegistration, Registration};
 pub use wait::{Attempt, TimedOut};
+pub use wait_async::{WaitEvent, WaitEventExclusive};

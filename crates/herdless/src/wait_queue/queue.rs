@@ -1,14 +1,15 @@
 //! [`WaitQueue`]: the queue head, wakes, and the lists under its lock.
 
 use std::ptr::NonNull;
+use std::task::Waker;
 
-use super::entry::{Entry, Latch, Notify};
+use super::entry::{Entry, Latch, NotifyHandle};
 use crate::lock::SpinParkLock;
 use crate::stats::{Counter, SlowCounter};
 use crate::sync::{fence, AtomicUsize, Ordering};
 use crate::util::linked_list::LinkedList;
 use crate::util::waiter::{Waiter, GRANTED};
-use crate::util::wake_list::WakeList;
+use crate::util::wake_list::{WakeList, WakeSource};
 
 pub(crate) use crate::variants::WakeMode;
 
@@ -198,7 +199,8 @@ impl WaitQueue {
             }
             if entry.is_callback() {
                 // Stays queued until its registration is dropped.
-                wake_list.push(entry.wake_handle().clone());
+                // Under the queue lock (`WakeSource` contract).
+                wake_list.push(entry.wake_handle().handle());
             } else {
                 // SAFETY: `node` is in `shared`.
                 unsafe { lists.shared.remove(node) };
@@ -313,6 +315,27 @@ impl WaitQueue {
         fence(Ordering::SeqCst);
     }
 
+    /// Stores `waker` in a queued task entry's slot, unless a wake has
+    /// dequeued the entry; returns whether it is still queued. Under the
+    /// queue lock, where wakes take the slot's waker and grant
+    /// (`util::sleeper`: the slot's rules).
+    ///
+    /// # Safety
+    /// `entry` is a task entry the caller owns, queued on this queue by
+    /// [`WaitQueue::enqueue`] and not removed since by
+    /// [`WaitQueue::remove`].
+    pub(super) unsafe fn set_task_waker(&self, entry: &Entry, waker: &Waker) -> bool {
+        let _lists = self.lists.lock();
+        if entry.is_granted() {
+            return false;
+        }
+        let slot = entry.task_slot().expect("a task's entry");
+        // SAFETY: we hold the lock of the list the entry is in, and the
+        // caller owns the entry.
+        unsafe { slot.set(waker) };
+        true
+    }
+
     /// Takes `entry` off the queue, unless a wake already did. Returns
     /// `true` if a wake dequeued it (it is then granted: the wake wins).
     ///
@@ -363,7 +386,11 @@ impl WaitQueue {
 /// Dequeues up to `max` exclusive thread entries, oldest first, onto
 /// `wake_list`; returns how many. The caller wakes the list after dropping
 /// the lock.
-fn dequeue_exclusive(lists: &mut Lists, max: usize, wake_list: &mut WakeList<Notify>) -> usize {
+fn dequeue_exclusive(
+    lists: &mut Lists,
+    max: usize,
+    wake_list: &mut WakeList<NotifyHandle>,
+) -> usize {
     let mut taken = 0;
     while taken < max {
         let Some(node) = lists.exclusive.pop_front() else {

@@ -12,6 +12,7 @@ use super::entry::{entry, Entry, Notify};
 use super::queue::{WaitQueue, WakeMode};
 use crate::deadline::Deadline;
 use crate::parker::{self, Parker};
+use crate::util::sleeper::Sleeper;
 use crate::util::waiter::Slept;
 
 /// What an exclusive waiter's attempt found; the closure passed to
@@ -116,7 +117,10 @@ impl WaitQueue {
         let deadline = Deadline::after(timeout);
         let exclusive = exclusive && self.mode() == WakeMode::Exclusive;
         parker::with_current(|parker| {
-            let entry = pin!(entry(exclusive, Notify::Thread(parker.unparker())));
+            let entry = pin!(entry(
+                exclusive,
+                Notify::Sleeper(Sleeper::Thread(parker.unparker())),
+            ));
             let mut waiter = Waiter {
                 queue: self,
                 entry: entry.as_ref(),

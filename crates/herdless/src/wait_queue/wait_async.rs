@@ -1,0 +1,326 @@
+//! The waiting side for tasks: [`WaitQueue::wait_event_async`] and
+//! [`WaitQueue::wait_event_exclusive_async`], futures whose entry waits in
+//! the same lists as the threads' entries, granted by the same wakes.
+//!
+//! A future's entry is the threads' record with a waker slot instead of an
+//! `Unparker` (`util::sleeper`), pinned inside the future. The protocol is
+//! the threads' one (`wait.rs`), with `poll` for the sleep and `Drop` for
+//! every early exit:
+//! - **First poll**: attempt; if that finishes, done without queueing.
+//!   Otherwise store the waker, queue, attempt again (the lost-wakeup rule:
+//!   a waker that changed the state before we queued is seen by this look),
+//!   and return `Pending`.
+//! - **Later polls**: not granted yet: if the stored waker is this task's,
+//!   `Pending` without a lock; else store the new one under the queue lock
+//!   (where a grant is final). Granted (a wake dequeued the entry): attempt;
+//!   `Wait` queues again as above.
+//! - **Cancellation** (the future dropped): a queued entry is removed in
+//!   O(1) under the queue lock; an exclusive entry that a wake chose (it
+//!   was dequeued and granted, whether or not the future was polled since)
+//!   passes its wakeup on to the next exclusive waiter (ARCHITECTURE
+//!   contract 6). A chosen future that is neither polled nor dropped holds
+//!   its wakeup, as a chosen thread that has not run yet does: it holds up
+//!   the one event it was chosen for, and nothing else (other wakes choose
+//!   other waiters).
+
+use std::future::Future;
+use std::pin::Pin;
+use std::ptr::NonNull;
+use std::task::{Context, Poll};
+
+use super::entry::{entry, Entry, Notify};
+use super::queue::{WaitQueue, WakeMode};
+use super::wait::Attempt;
+use crate::util::sleeper::Sleeper;
+
+impl WaitQueue {
+    /// Waits, as a task, until `cond()` returns `true`, as a
+    /// *non-exclusive* waiter (woken by every wake): the async form of
+    /// [`wait_event`](Self::wait_event), in the same queue as the threads.
+    ///
+    /// `cond` is called on each poll that could find it true (first poll,
+    /// after queueing, after each wake), never under the queue lock.
+    /// Dropping the future leaves the queue.
+    ///
+    /// ```
+    /// use std::sync::atomic::{AtomicBool, Ordering};
+    /// use herdless::WaitQueue;
+    ///
+    /// let queue = WaitQueue::new();
+    /// let ready = AtomicBool::new(false);
+    /// std::thread::scope(|s| {
+    ///     s.spawn(|| {
+    ///         ready.store(true, Ordering::Release); // the state first,
+    ///         queue.wake_up_all(); // then the wake
+    ///     });
+    ///     futures::executor::block_on(queue.wait_event_async(|| ready.load(Ordering::Acquire)));
+    /// });
+    /// assert!(queue.is_empty());
+    /// ```
+    pub fn wait_event_async<F: FnMut() -> bool>(&self, cond: F) -> WaitEvent<'_, F> {
+        WaitEvent {
+            waiting: Waiting::new(self, false),
+            cond,
+        }
+    }
+
+    /// Waits, as a task, as an *exclusive* waiter until `attempt()` returns
+    /// [`Attempt::Done`] or [`Attempt::PassOn`], and returns its value: the
+    /// async form of [`wait_event_exclusive`](Self::wait_event_exclusive),
+    /// with the same consumption contract (module docs). Threads and tasks
+    /// wait in one FIFO list; a wake chooses the oldest, thread or task.
+    ///
+    /// A chosen future that is dropped before it attempted again (a
+    /// timeout, `select!`) passes its wakeup on to the next exclusive
+    /// waiter, as a chosen thread whose timeout fires does. One that is
+    /// neither polled nor dropped keeps it: it holds up the one event it
+    /// was chosen for, and nothing else.
+    ///
+    /// ```
+    /// use herdless::{Attempt, Mutex, WaitQueue};
+    ///
+    /// let jobs = Mutex::new(Vec::new());
+    /// let queue = WaitQueue::new();
+    /// let take = || {
+    ///     queue.wait_event_exclusive_async(|| match jobs.lock().pop() {
+    ///         Some(job) => Attempt::Done(job),
+    ///         None => Attempt::Wait,
+    ///     })
+    /// };
+    /// std::thread::scope(|s| {
+    ///     s.spawn(|| {
+    ///         jobs.lock().push(7);
+    ///         queue.wake_up(1);
+    ///     });
+    ///     assert_eq!(futures::executor::block_on(take()), 7);
+    /// });
+    /// ```
+    pub fn wait_event_exclusive_async<R, F: FnMut() -> Attempt<R>>(
+        &self,
+        attempt: F,
+    ) -> WaitEventExclusive<'_, F> {
+        WaitEventExclusive {
+            waiting: Waiting::new(self, self.mode() == WakeMode::Exclusive),
+            attempt,
+        }
+    }
+}
+
+/// The future of [`WaitQueue::wait_event_async`].
+///
+/// Dropping it leaves the queue. `Send` when the condition is.
+#[must_use = "futures do nothing unless polled"]
+pub struct WaitEvent<'a, F> {
+    waiting: Waiting<'a>,
+    cond: F,
+}
+
+/// The future of [`WaitQueue::wait_event_exclusive_async`].
+///
+/// Dropping it leaves the queue, passing on a wakeup it was chosen for and
+/// did not use. `Send` when the closure is.
+#[must_use = "futures do nothing unless polled"]
+pub struct WaitEventExclusive<'a, F> {
+    waiting: Waiting<'a>,
+    attempt: F,
+}
+
+impl<F: FnMut() -> bool> Future for WaitEvent<'_, F> {
+    type Output = ();
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        // SAFETY: `waiting` is structurally pinned (never moved out of
+        // `self`, dropped in place); `cond` is not (only called by `&mut`).
+        let this = unsafe { self.get_unchecked_mut() };
+        let cond = &mut this.cond;
+        // SAFETY: as above.
+        let waiting = unsafe { Pin::new_unchecked(&mut this.waiting) };
+        waiting.poll_attempt(cx, || {
+            if cond() {
+                Attempt::Done(())
+            } else {
+                Attempt::Wait
+            }
+        })
+    }
+}
+
+impl<R, F: FnMut() -> Attempt<R>> Future for WaitEventExclusive<'_, F> {
+    type Output = R;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<R> {
+        // SAFETY: as in `WaitEvent::poll`.
+        let this = unsafe { self.get_unchecked_mut() };
+        // SAFETY: as above.
+        let waiting = unsafe { Pin::new_unchecked(&mut this.waiting) };
+        waiting.poll_attempt(cx, &mut this.attempt)
+    }
+}
+
+impl<F> std::fmt::Debug for WaitEvent<'_, F> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WaitEvent")
+            .field("queued", &self.waiting.queued)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<F> std::fmt::Debug for WaitEventExclusive<'_, F> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WaitEventExclusive")
+            .field("queued", &self.waiting.queued)
+            .field("chosen", &self.waiting.chosen)
+            .finish_non_exhaustive()
+    }
+}
+
+/// One task's wait in progress: the entry pinned in the future, and what
+/// the future knows about it. Dropping it leaves the queue and passes on a
+/// wakeup it still holds (the only place a task's wakeup is passed on).
+struct Waiting<'a> {
+    queue: &'a WaitQueue,
+    entry: Entry,
+    /// The first attempt (before queueing) has been made.
+    started: bool,
+    /// The entry may be in the queue: we queued it and have not seen it
+    /// leave (by our `remove` or by observing its grant).
+    queued: bool,
+    /// A wake chose this exclusive entry and no attempt made after the
+    /// choice has run: the wakeup must be used or passed on.
+    chosen: bool,
+    /// The future returned `Ready`.
+    finished: bool,
+}
+
+impl<'a> Waiting<'a> {
+    fn new(queue: &'a WaitQueue, exclusive: bool) -> Self {
+        Waiting {
+            queue,
+            entry: entry(exclusive, Notify::Sleeper(Sleeper::task())),
+            started: false,
+            queued: false,
+            chosen: false,
+            finished: false,
+        }
+    }
+
+    fn poll_attempt<R>(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        mut attempt: impl FnMut() -> Attempt<R>,
+    ) -> Poll<R> {
+        // SAFETY: the entry is never moved out of `self` (we only take
+        // shared references to it, and `Drop` runs in place).
+        let this = unsafe { self.get_unchecked_mut() };
+        assert!(
+            !this.finished,
+            "a wait_event future polled after it completed"
+        );
+        if this.queued {
+            if !this.entry.is_granted() && this.still_queued_with(cx) {
+                return Poll::Pending;
+            }
+            // A wake dequeued and granted the entry (the Acquire in
+            // `is_granted` makes the event visible to the attempt below).
+            this.queued = false;
+            this.chosen = this.entry.exclusive();
+            match attempt() {
+                Attempt::Done(r) => {
+                    this.chosen = false;
+                    return this.ready(r);
+                }
+                Attempt::PassOn(r) => {
+                    this.pass_on_if_chosen();
+                    return this.ready(r);
+                }
+                Attempt::Wait => {
+                    // Someone else consumed the event: nothing to pass on.
+                    this.chosen = false;
+                    this.queue.counters.wasted.add(1);
+                }
+            }
+        } else if !this.started {
+            // Most waits never queue: look first. Not queued, so not
+            // chosen, so nothing to pass on whatever the attempt says.
+            this.started = true;
+            if let Some(r) = finished(attempt()) {
+                return this.ready(r);
+            }
+        }
+        // Queue with this task's waker, then look again (the lost-wakeup
+        // rule, as for threads: `wait.rs`).
+        let slot = this.entry.task_slot().expect("a task's entry");
+        // SAFETY: we own the entry and it is in no list (never queued, or
+        // a wake dequeued it: we saw its grant), so nobody reads the slot.
+        unsafe { slot.set(cx.waker()) };
+        // SAFETY: the entry is pinned in this future and in no list; it
+        // stays live until removed: `Drop` removes it if it may still be
+        // queued, and a waker's last touch is the grant's store.
+        unsafe { this.queue.enqueue(NonNull::from(&this.entry)) };
+        this.queued = true;
+        if let Some(r) = finished(attempt()) {
+            // If a wake chose us meanwhile, this attempt may have run
+            // before the event it announced: pass the wakeup on.
+            this.leave();
+            this.pass_on_if_chosen();
+            return this.ready(r);
+        }
+        Poll::Pending
+    }
+
+    /// The entry is queued and was not granted when we looked: make sure
+    /// the stored waker is this task's. Returns `false` if a grant got
+    /// there first (seen under the queue lock, where it is final).
+    fn still_queued_with(&mut self, cx: &mut Context<'_>) -> bool {
+        let slot = self.entry.task_slot().expect("a task's entry");
+        if slot.will_wake(cx.waker()) {
+            // A grant after our look wakes this very waker.
+            return true;
+        }
+        // SAFETY: queued on this queue by us and not seen leaving.
+        unsafe { self.queue.set_task_waker(&self.entry, cx.waker()) }
+    }
+
+    fn ready<R>(&mut self, r: R) -> Poll<R> {
+        self.finished = true;
+        Poll::Ready(r)
+    }
+
+    /// Takes the entry off the queue; if a wake had already dequeued it,
+    /// an exclusive entry holds the wakeup (`chosen`).
+    fn leave(&mut self) {
+        debug_assert!(self.queued);
+        // SAFETY: queued by `poll_attempt` and not removed since (`queued`).
+        let woken = unsafe { self.queue.remove(&self.entry) };
+        self.queued = false;
+        self.chosen = woken && self.entry.exclusive();
+    }
+
+    fn pass_on_if_chosen(&mut self) {
+        if std::mem::take(&mut self.chosen) {
+            self.queue.pass_on();
+        }
+    }
+}
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        if self.queued {
+            if self.entry.is_granted() {
+                // Dequeued by a wake: no lock needed to know it left.
+                self.queued = false;
+                self.chosen = self.entry.exclusive();
+            } else {
+                self.leave();
+            }
+        }
+        self.pass_on_if_chosen();
+    }
+}
+
+fn finished<R>(attempt: Attempt<R>) -> Option<R> {
+    match attempt {
+        Attempt::Done(r) | Attempt::PassOn(r) => Some(r),
+        Attempt::Wait => None,
+    }
+}
