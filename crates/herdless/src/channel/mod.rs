@@ -31,6 +31,7 @@
 mod error;
 
 use std::collections::VecDeque;
+use std::future::Future;
 use std::time::Duration;
 
 pub use error::{RecvError, RecvTimeoutError, SendError, TryRecvError};
@@ -279,6 +280,55 @@ impl<T> Channel<T> {
             Ok(result) => result.map_err(RecvTimeoutError::from),
             Err(TimedOut) => Err(RecvTimeoutError::Timeout),
         }
+    }
+
+    /// [`recv`](Self::recv) for a task: waits, as an exclusive waiter in
+    /// the same FIFO queue as the threads blocked in `recv`, until an item
+    /// arrives (returns it) or the channel is closed and drained.
+    ///
+    /// Each send wakes one reader, thread or task, oldest first. Dropping
+    /// the future stops waiting: before a send chose it, it leaves the
+    /// queue; after, the wakeup goes to the next reader, so the item is
+    /// never stranded. `Send` when `T` is.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use herdless::Channel;
+    ///
+    /// let ch = Arc::new(Channel::new());
+    /// let thread_reader = {
+    ///     let ch = ch.clone();
+    ///     std::thread::spawn(move || ch.recv())
+    /// };
+    /// let task = {
+    ///     let ch = ch.clone();
+    ///     async move { ch.recv_async().await }
+    /// };
+    /// ch.send(1).unwrap();
+    /// ch.send(2).unwrap();
+    /// let from_task = futures::executor::block_on(task).unwrap();
+    /// let from_thread = thread_reader.join().unwrap().unwrap();
+    /// assert_eq!(from_task + from_thread, 3);
+    /// ```
+    pub fn recv_async(&self) -> impl Future<Output = Result<T, RecvError>> + '_ {
+        self.queue.wait_event_exclusive_async(|| self.attempt())
+    }
+
+    /// [`send`](Self::send) for a task. The channel is unbounded, so this
+    /// never waits: it is `send`, as a future, for code that awaits both
+    /// sides. Fails, returning the item, once the channel is closed.
+    ///
+    /// ```
+    /// use herdless::Channel;
+    ///
+    /// let ch = Channel::new();
+    /// futures::executor::block_on(async {
+    ///     ch.send_async(5).await.unwrap();
+    ///     assert_eq!(ch.recv_async().await, Ok(5));
+    /// });
+    /// ```
+    pub async fn send_async(&self, item: T) -> Result<(), SendError<T>> {
+        self.send(item)
     }
 
     /// Whether a [`try_recv`](Self::try_recv) would not return `Empty` now:

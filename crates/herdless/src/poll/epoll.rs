@@ -465,6 +465,59 @@ impl EventPoll {
         Ok(result.unwrap_or(0))
     }
 
+    /// [`wait`](Self::wait) for a task: waits until at least one watched
+    /// source is ready, fills `events` (cleared first) with at most `max`
+    /// events and returns how many (at least 1).
+    ///
+    /// The task waits as an exclusive waiter in the same queue as the
+    /// threads in [`wait`](Self::wait): an event wakes one of them, thread
+    /// or task. There is no timeout: drop the future (a runtime's timeout,
+    /// `select!`) to stop waiting; a future dropped after an event chose it
+    /// passes the wakeup on to the next waiter.
+    ///
+    /// # Errors
+    /// [`PollError::ZeroMax`] if `max == 0`.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use herdless::poll::{EventFd, EventPoll, Readiness, Trigger};
+    ///
+    /// let poller = EventPoll::new();
+    /// let efd = Arc::new(EventFd::new());
+    /// poller.add(efd.clone(), 7, Readiness::READABLE, Trigger::Level).unwrap();
+    /// std::thread::scope(|s| {
+    ///     s.spawn(|| efd.write(1).unwrap());
+    ///     let mut events = Vec::new();
+    ///     let n = futures::executor::block_on(poller.wait_async(&mut events, 8)).unwrap();
+    ///     assert_eq!((n, events[0].token), (1, 7));
+    /// });
+    /// ```
+    pub async fn wait_async(
+        &self,
+        events: &mut Vec<Event>,
+        max: usize,
+    ) -> Result<usize, PollError> {
+        if max == 0 {
+            return Err(PollError::ZeroMax);
+        }
+        events.clear();
+        let reported = self.core.harvest(events, max);
+        if reported > 0 {
+            return Ok(reported);
+        }
+        // Announced for as long as the future waits (dropped with it).
+        let _sleeper = Sleeper::announce(&self.core);
+        let reported = self
+            .core
+            .waiters
+            .wait_event_exclusive_async(|| match self.core.harvest(events, max) {
+                0 => Attempt::Wait,
+                n => Attempt::Done(n),
+            })
+            .await;
+        Ok(reported)
+    }
+
     /// Number of watched sources (see [`delete`](Self::delete) for an
     /// example).
     pub fn len(&self) -> usize {
