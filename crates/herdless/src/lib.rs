@@ -104,7 +104,7 @@ pub use rwsem::{
 };
 #[cfg(not(loom))]
 pub use rwsem::{
-    RwSem, RwSemExt, RwSemMappedReadGuard, RwSemMappedWriteGuard, RwSemReadGuard,
+    RwSem, RwSemAsyncExt, RwSemExt, RwSemMappedReadGuard, RwSemMappedWriteGuard, RwSemReadGuard,
     RwSemUpgradableReadGuard, RwSemWriteGuard,
 };
 pub use wait_queue::{Attempt, WaitQueue};

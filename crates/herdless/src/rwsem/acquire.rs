@@ -232,15 +232,7 @@ impl RawRwSem {
     /// nudged (a wake syscall) at every moment the readers drain. Stops if
     /// a grant arrives meanwhile (then the lock is ours already).
     pub(super) fn queued_writer_try(&self, waiter: &Waiter) -> bool {
-        if self.try_cas(Kind::Write) {
-            return true;
-        }
-        // About to sleep again unless the spin below wins: from now on a
-        // release must come and nudge us. The RMW orders this against every
-        // release's RMW: a release before it is seen by the tries below
-        // (coherence), a release after it sees NUDGED clear and nudges.
-        self.count.fetch_and(!NUDGED, Ordering::Relaxed);
-        if self.try_cas(Kind::Write) {
+        if self.queued_writer_try_once() {
             return true;
         }
         if cfg!(loom) {
@@ -258,6 +250,22 @@ impl RawRwSem {
             }
         }
         false
+    }
+
+    /// A queued writer's try without spinning (a task's poll after a nudge
+    /// does only this): take the lock if it is free, else clear NUDGED and
+    /// try once more.
+    pub(super) fn queued_writer_try_once(&self) -> bool {
+        if self.try_cas(Kind::Write) {
+            return true;
+        }
+        // About to sleep again (or return `Pending`): from now on a release
+        // must come and nudge us. The RMW orders this against every
+        // release's RMW: a release before it is seen by the try below (and
+        // the thread's spin after it) by coherence, a release after it sees
+        // NUDGED clear and nudges.
+        self.count.fetch_and(!NUDGED, Ordering::Relaxed);
+        self.try_cas(Kind::Write)
     }
 
     /// Bounded optimistic spinning before queueing (`AtomicCount` only):

@@ -186,6 +186,9 @@
 //! [`TimedOut`]: crate::wait_queue::TimedOut
 
 mod acquire;
+mod acquire_async;
+#[cfg(not(loom))]
+mod async_ext;
 mod count;
 mod grant;
 #[cfg(not(loom))]
@@ -197,6 +200,9 @@ mod upgrade;
 mod wait_list;
 mod waiter;
 
+pub use acquire_async::RawAcquire;
+#[cfg(not(loom))]
+pub use async_ext::{RwSemAsyncExt, RwSemReadFuture, RwSemUpgradableReadFuture, RwSemWriteFuture};
 #[cfg(not(loom))]
 pub use lock_api_impl::RwSemExt;
 pub use raw::{RawRwSem, HANDOFF_AFTER};

@@ -1,0 +1,57 @@
+//! Hand-driven futures for the async scenario tests: a waker that counts
+//! its wakes, and one poll at a time, so a test decides exactly when each
+//! future runs (no runtime, no timing).
+#![allow(dead_code)]
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::task::{Context, Poll, Wake, Waker};
+use std::time::{Duration, Instant};
+
+/// A waker that counts how often it was woken.
+#[derive(Default)]
+pub struct Counting {
+    wakes: AtomicUsize,
+}
+
+impl Wake for Counting {
+    fn wake(self: Arc<Self>) {
+        self.wakes.fetch_add(1, Ordering::SeqCst);
+    }
+    fn wake_by_ref(self: &Arc<Self>) {
+        self.wakes.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+/// A counting waker and its `Waker`.
+pub fn counting_waker() -> (Arc<Counting>, Waker) {
+    let counter = Arc::new(Counting::default());
+    let waker = Waker::from(counter.clone());
+    (counter, waker)
+}
+
+impl Counting {
+    pub fn wakes(&self) -> usize {
+        self.wakes.load(Ordering::SeqCst)
+    }
+}
+
+/// Polls `fut` once with `waker`.
+pub fn poll_once<F: Future>(fut: Pin<&mut F>, waker: &Waker) -> Poll<F::Output> {
+    fut.poll(&mut Context::from_waker(waker))
+}
+
+/// Spins (yielding) until `cond` holds; panics after a minute (a hang
+/// detector, not a timing assertion).
+pub fn wait_until(what: &str, mut cond: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !cond() {
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "hung waiting until {what}"
+        );
+        std::thread::yield_now();
+    }
+}
