@@ -291,3 +291,76 @@ fn the_queue_futures_are_send() {
     let queue = WaitQueue::new();
     assert_send(&queue.wait_event_async(|| true));
 }
+
+/// The async condition wait: tasks queue, then unlock, then wait; a
+/// producer changes the state under the lock, then wakes one. With many
+/// items racing the consumers' unlock-and-wait, every item is consumed
+/// (a notify lost between the unlock and the wait would hang a consumer).
+#[test]
+fn wait_unlocked_async_never_misses_a_notify_between_unlock_and_wait() {
+    use herdless::{RwSem, RwSemAsyncExt};
+    struct Shared {
+        jobs: RwSem<(Vec<u32>, bool)>,
+        posted: WaitQueue,
+    }
+    let shared = Arc::new(Shared {
+        jobs: RwSem::new((Vec::new(), false)),
+        posted: WaitQueue::new(),
+    });
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .build()
+        .unwrap();
+    let consumers: Vec<_> = (0..4)
+        .map(|_| {
+            let shared = shared.clone();
+            rt.spawn(async move {
+                let mut taken = 0u64;
+                loop {
+                    let mut jobs = shared.jobs.write_async().await;
+                    while jobs.0.is_empty() && !jobs.1 {
+                        shared.posted.wait_unlocked_async(jobs).await;
+                        jobs = shared.jobs.write_async().await;
+                    }
+                    match jobs.0.pop() {
+                        Some(_) => taken += 1,
+                        None => return taken, // closed and drained
+                    }
+                }
+            })
+        })
+        .collect();
+    // A thread waiter on the same queue, as a blocked consumer thread.
+    let thread_consumer = thread::spawn({
+        let shared = shared.clone();
+        move || {
+            let mut taken = 0u64;
+            loop {
+                let got = shared.posted.wait_event_exclusive(|| {
+                    let mut jobs = shared.jobs.write();
+                    match jobs.0.pop() {
+                        Some(_) => Attempt::Done(true),
+                        None if jobs.1 => Attempt::Done(false),
+                        None => Attempt::Wait,
+                    }
+                });
+                if !got {
+                    return taken;
+                }
+                taken += 1;
+            }
+        }
+    });
+    const ITEMS: u64 = 5000;
+    for i in 0..ITEMS {
+        shared.jobs.write().0.push(i as u32);
+        shared.posted.wake_up(1);
+    }
+    shared.jobs.write().1 = true;
+    shared.posted.wake_up_all();
+    let mut total = thread_consumer.join().unwrap();
+    for c in consumers {
+        total += rt.block_on(c).unwrap();
+    }
+    assert_eq!(total, ITEMS);
+}

@@ -156,4 +156,4 @@ pub(crate) use entry::Latch;
 pub use queue::{WaitQueue, WaitQueueStats};
 pub use registration::{OwnedRegistration, Registration};
 pub use wait::{Attempt, TimedOut};
-pub use wait_async::{WaitEvent, WaitEventExclusive};
+pub use wait_async::{WaitEvent, WaitEventExclusive, WaitUnlocked};

@@ -106,6 +106,102 @@ impl WaitQueue {
     }
 }
 
+impl WaitQueue {
+    /// The async condition wait: queues this task as an exclusive waiter,
+    /// *then* drops `release` (a lock guard: the kernel's `prepare_to_wait`,
+    /// unlock, `schedule`), and completes when a wake chooses it. A waker
+    /// that changes the state under that lock and then calls
+    /// [`wake_up`](Self::wake_up)`(1)` (notify one) or
+    /// [`wake_up_all`](Self::wake_up_all) (notify all) cannot slip between
+    /// the unlock and the wait. No spurious completions: only a wake ends
+    /// it. Threads wait on the same queue with
+    /// [`wait_event_exclusive`](Self::wait_event_exclusive).
+    ///
+    /// Re-take the lock after it completes and check the condition again
+    /// (another waiter may have changed it first). Dropping the future
+    /// after a wake chose it passes the wakeup on (as with any exclusive
+    /// waiter); dropping it before its first poll drops `release` too.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use herdless::*;
+    ///
+    /// struct Shared { jobs: RwSem<Vec<u32>>, posted: WaitQueue }
+    /// let shared = Arc::new(Shared { jobs: RwSem::new(Vec::new()), posted: WaitQueue::new() });
+    /// let consumer = {
+    ///     let shared = shared.clone();
+    ///     async move {
+    ///         let mut jobs = shared.jobs.write_async().await;
+    ///         while jobs.is_empty() {
+    ///             shared.posted.wait_unlocked_async(jobs).await; // unlock, wait
+    ///             jobs = shared.jobs.write_async().await; // relock, look again
+    ///         }
+    ///         jobs.pop().unwrap()
+    ///     }
+    /// };
+    /// let consumer = std::thread::spawn(move || futures::executor::block_on(consumer));
+    /// shared.jobs.write().push(42); // change the state under the lock,
+    /// shared.posted.wake_up(1); // then notify one
+    /// assert_eq!(consumer.join().unwrap(), 42);
+    /// ```
+    pub fn wait_unlocked_async<G>(&self, release: G) -> WaitUnlocked<'_, G> {
+        WaitUnlocked {
+            waiting: Waiting::new(self, self.mode() == WakeMode::Exclusive),
+            release: Some(release),
+            looks: 0,
+        }
+    }
+}
+
+/// The future of [`WaitQueue::wait_unlocked_async`].
+///
+/// `Send` when the guard is.
+#[must_use = "futures do nothing unless polled"]
+pub struct WaitUnlocked<'a, G> {
+    waiting: Waiting<'a>,
+    release: Option<G>,
+    /// How many times `Waiting` looked (called the attempt): the first look
+    /// is before queueing, the second right after it, later ones after a
+    /// wake chose us.
+    looks: u32,
+}
+
+impl<G> Future for WaitUnlocked<'_, G> {
+    type Output = ();
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        // SAFETY: as in `WaitEvent::poll` (`release` and `looks` are not
+        // structurally pinned).
+        let this = unsafe { self.get_unchecked_mut() };
+        let (release, looks) = (&mut this.release, &mut this.looks);
+        // SAFETY: as above.
+        let waiting = unsafe { Pin::new_unchecked(&mut this.waiting) };
+        // `Waiting` looks before queueing (we wait anyway), right after
+        // queueing (now nobody can wake the queue without choosing or
+        // waking us: drop the guard), and after a wake chose us (done).
+        waiting.poll_attempt(cx, || {
+            *looks += 1;
+            match *looks {
+                1 => Attempt::Wait,
+                2 => {
+                    drop(release.take());
+                    Attempt::Wait
+                }
+                _ => Attempt::Done(()),
+            }
+        })
+    }
+}
+
+impl<G> std::fmt::Debug for WaitUnlocked<'_, G> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WaitUnlocked")
+            .field("queued", &self.waiting.queued)
+            .field("released", &self.release.is_none())
+            .finish_non_exhaustive()
+    }
+}
+
 /// The future of [`WaitQueue::wait_event_async`].
 ///
 /// Dropping it leaves the queue. `Send` when the condition is.
