@@ -7,6 +7,7 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 
 use super::acquire_async::RawAcquire;
+use super::upgrade_async::RawUpgrade;
 use super::{RwSem, RwSemReadGuard, RwSemUpgradableReadGuard, RwSemWriteGuard};
 
 /// Waiting for an [`RwSem`] from a task, in the same FIFO queue as the
@@ -39,8 +40,8 @@ use super::{RwSem, RwSemReadGuard, RwSemUpgradableReadGuard, RwSemWriteGuard};
 ///   a waiting writer task asks for strict hand-off as soon as it finds
 ///   readers holding (it has no timer to wake it), and any waiting task
 ///   after [`HANDOFF_AFTER`](super::HANDOFF_AFTER) at its next poll.
-/// - `upgrade` on an upgradable guard is the blocking call: in a task,
-///   use `try_upgrade`, or take `write_async` instead.
+/// - [`upgrade_async`](Self::upgrade_async) upgrades an upgradable guard
+///   from a task (the guard's own `upgrade` is the blocking call).
 ///
 /// A thread and a task on one lock:
 /// ```
@@ -112,6 +113,26 @@ pub trait RwSemAsyncExt<T: ?Sized> {
     /// assert_eq!(*sem.read(), 3);
     /// ```
     fn upgradable_read_async(&self) -> RwSemUpgradableReadFuture<'_, T>;
+
+    /// Turns an upgradable read guard into a write guard, as a task: the
+    /// async form of `RwSemUpgradableReadGuard::upgrade`. Waits ahead of
+    /// every queued waiter for the readers to leave (new readers are kept
+    /// out meanwhile); no writer gets in between. Dropping the future
+    /// before it completed releases the upgradable hold (it owns the
+    /// guard).
+    ///
+    /// ```
+    /// use herdless::*;
+    ///
+    /// let sem = RwSem::new(1);
+    /// futures::executor::block_on(async {
+    ///     let u = sem.upgradable_read_async().await;
+    ///     let mut w = RwSem::upgrade_async(u).await;
+    ///     *w += 1;
+    /// });
+    /// assert_eq!(*sem.read(), 2);
+    /// ```
+    fn upgrade_async(guard: RwSemUpgradableReadGuard<'_, T>) -> RwSemUpgradeFuture<'_, T>;
 }
 
 impl<T: ?Sized> RwSemAsyncExt<T> for RwSem<T> {
@@ -134,6 +155,58 @@ impl<T: ?Sized> RwSemAsyncExt<T> for RwSem<T> {
             sem: self,
             acquire: raw(self).upgradable_read_async(),
         }
+    }
+
+    fn upgrade_async(guard: RwSemUpgradableReadGuard<'_, T>) -> RwSemUpgradeFuture<'_, T> {
+        let sem = RwSemUpgradableReadGuard::rwlock(&guard);
+        RwSemUpgradeFuture {
+            // SAFETY: `guard` holds the lock upgradable, and the future
+            // keeps it (dropped after `upgrade`, field order) until the
+            // upgrade completes, when it is forgotten.
+            upgrade: unsafe { raw(sem).upgrade_async() },
+            guard: Some(guard),
+        }
+    }
+}
+
+/// The future of [`RwSemAsyncExt::upgrade_async`]: a write guard once the
+/// readers have left. Dropping it before releases the upgradable hold.
+#[must_use = "futures do nothing unless polled"]
+pub struct RwSemUpgradeFuture<'a, T: ?Sized> {
+    /// Dropped first: a dropped upgrade leaves the upgradable hold ...
+    upgrade: RawUpgrade<'a>,
+    /// ... which this guard then releases. `None` once the upgrade is done.
+    guard: Option<RwSemUpgradableReadGuard<'a, T>>,
+}
+
+impl<'a, T: ?Sized> Future for RwSemUpgradeFuture<'a, T> {
+    type Output = RwSemWriteGuard<'a, T>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<RwSemWriteGuard<'a, T>> {
+        // SAFETY: `upgrade` is structurally pinned (never moved out, dropped
+        // in place); `guard` is not.
+        let this = unsafe { self.get_unchecked_mut() };
+        // SAFETY: as above.
+        let upgrade = unsafe { Pin::new_unchecked(&mut this.upgrade) };
+        match upgrade.poll(cx) {
+            Poll::Ready(()) => {
+                let guard = this.guard.take().expect("polled after completion");
+                let sem: &'a RwSem<T> = RwSemUpgradableReadGuard::rwlock(&guard);
+                // The hold is exclusive now: the upgradable guard must not
+                // release it.
+                std::mem::forget(guard);
+                // SAFETY: we hold the lock exclusive, and no other guard
+                // does (the upgradable one was just forgotten).
+                Poll::Ready(unsafe { sem.make_write_guard_unchecked(lock_api::GuardSend::new()) })
+            }
+            Poll::Pending => Poll::Pending,
+        }
+    }
+}
+
+impl<T: ?Sized> std::fmt::Debug for RwSemUpgradeFuture<'_, T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RwSemUpgradeFuture").finish_non_exhaustive()
     }
 }
 

@@ -197,10 +197,12 @@ mod raw;
 mod release;
 mod stats;
 mod upgrade;
+mod upgrade_async;
 mod wait_list;
 mod waiter;
 
 pub use acquire_async::RawAcquire;
+pub use upgrade_async::RawUpgrade;
 #[cfg(not(loom))]
 pub use async_ext::{RwSemAsyncExt, RwSemReadFuture, RwSemUpgradableReadFuture, RwSemWriteFuture};
 #[cfg(not(loom))]

@@ -12,7 +12,7 @@ use std::time::Duration;
 use super::count::{HANDOFF, NUDGED, READER, READERS, UPGRADABLE, UPGRADING, WAITERS, WRITER};
 use super::raw::RawRwSem;
 use super::wait_list::WaitList;
-use super::waiter::{Kind, Waiter};
+use super::waiter::{Kind, Waiter, Wakes};
 use crate::deadline::Deadline;
 use crate::parker;
 use crate::sync::Ordering;
@@ -224,7 +224,7 @@ impl RawRwSem {
     /// `AtomicCount`: UPGRADABLE -> WRITER with a CAS if no reader holds.
     /// Ignores HANDOFF: the upgrader holds the lock already and overtakes
     /// nobody.
-    fn try_upgrade_count(&self) -> bool {
+    pub(super) fn try_upgrade_count(&self) -> bool {
         let mut c = self.count.load(Ordering::Relaxed);
         loop {
             debug_assert!(c & UPGRADABLE != 0, "upgrade without an upgradable hold");
@@ -246,8 +246,63 @@ impl RawRwSem {
         }
     }
 
+    /// Takes a waiting upgrade that was not granted out of the slot,
+    /// holding the wait lock (a timeout, a dropped future): the upgradable
+    /// hold stays, and readers queued behind the upgrade share the lock
+    /// with it again (ARCHITECTURE contract 11), granted now.
+    pub(super) fn leave_upgrade_slot_locked(&self, q: &mut WaitList, wakes: &mut Wakes) {
+        q.upgrader = None;
+        q.tallies.timeouts.add(1);
+        if self.config.counting == Counting::AtomicCount {
+            // Readers may come in again; if nobody else waits, releases
+            // need not come to grant. Relaxed: routes only (the wait lock
+            // is held).
+            let clear = if q.list.is_empty() {
+                WAITERS | UPGRADING | HANDOFF | NUDGED
+            } else {
+                UPGRADING
+            };
+            self.count.fetch_and(!clear, Ordering::Relaxed);
+        }
+        self.grant_locked(q, wakes);
+    }
+
+    /// Takes the upgrade slot, holding the wait lock, and runs the grant
+    /// check (which may grant the upgrade at once). The record must be
+    /// pinned and stay live until it leaves the slot (granted, or taken out
+    /// by `leave_upgrade_slot_locked`).
+    pub(super) fn enter_upgrade_slot_locked(
+        &self,
+        q: &mut WaitList,
+        node: NonNull<Waiter>,
+        wakes: &mut Wakes,
+    ) {
+        debug_assert!(q.upgrader.is_none(), "one upgradable holder, one upgrade");
+        q.upgrader = Some(node);
+        q.tallies.waits.add(1);
+        if self.config.counting == Counting::AtomicCount {
+            // Keeps new readers out (their fast paths back out on
+            // UPGRADING) and tells the last reader to come and grant. The
+            // RMW orders us against every reader's release RMW: a release
+            // after it sees UPGRADING and comes to grant; a release before
+            // it is seen by the load in `grant_locked` below (coherence
+            // after our own RMW), which then grants us at once. See the
+            // module docs, "No lost grant".
+            self.count.fetch_or(WAITERS | UPGRADING, Ordering::Relaxed);
+            // A writer nudged at the head is no longer first: releases must
+            // not skip the wait lock for it (or the upgrade would wait for
+            // that writer's hand-off timer, which has no reason to grant us
+            // sooner; loom model
+            // `upgrade_overtaking_a_nudged_writer_is_still_granted`). A
+            // release between the two RMWs that skipped is seen by
+            // `grant_locked`'s load, which comes after both.
+            self.count.fetch_and(!NUDGED, Ordering::Relaxed);
+        }
+        self.grant_locked(q, wakes);
+    }
+
     /// The upgrade, holding the wait lock, if no reader holds.
-    fn upgrade_locked(&self, q: &mut WaitList) -> bool {
+    pub(super) fn upgrade_locked(&self, q: &mut WaitList) -> bool {
         match self.config.counting {
             Counting::AtomicCount => self.try_upgrade_count(),
             Counting::Generic => {
@@ -285,31 +340,10 @@ impl RawRwSem {
             if try_only {
                 return false;
             }
-            debug_assert!(q.upgrader.is_none(), "one upgradable holder, one upgrade");
             // The record is pinned on this stack frame; it leaves the slot
             // before the frame ends: a granter takes it out (we then see
             // GRANTED), or we take it out ourselves under the wait lock.
-            q.upgrader = Some(node);
-            q.tallies.waits.add(1);
-            if self.config.counting == Counting::AtomicCount {
-                // Keeps new readers out (their fast paths back out on
-                // UPGRADING) and tells the last reader to come and grant.
-                // The RMW orders us against every reader's release RMW:
-                // a release after it sees UPGRADING and comes to grant; a
-                // release before it is seen by the load in `grant_locked`
-                // below (coherence after our own RMW), which then grants us
-                // at once. See the module docs, "No lost grant".
-                self.count.fetch_or(WAITERS | UPGRADING, Ordering::Relaxed);
-                // A writer nudged at the head is no longer first: releases
-                // must not skip the wait lock for it (or the upgrade would
-                // wait for that writer's hand-off timer, which has no
-                // reason to grant us sooner; loom model
-                // `upgrade_overtaking_a_nudged_writer_is_still_granted`). A
-                // release between the two RMWs that skipped is seen by
-                // `grant_locked`'s load, which comes after both.
-                self.count.fetch_and(!NUDGED, Ordering::Relaxed);
-            }
-            self.grant_locked(&mut q, &mut wakes);
+            self.enter_upgrade_slot_locked(&mut q, node, &mut wakes);
             self.finish(q, &mut wakes);
 
             match waiter.sleep(parker, deadline, || None::<Infallible>) {
@@ -319,25 +353,8 @@ impl RawRwSem {
                     let mut q = self.lock_wait();
                     // Under the wait lock a grant is final: one that beat
                     // the timeout wins (ARCHITECTURE contract 4).
-                    let kept = waiter.cancel_locked(|| {
-                        q.upgrader = None;
-                        q.tallies.timeouts.add(1);
-                        if self.config.counting == Counting::AtomicCount {
-                            // Readers may come in again; if nobody else
-                            // waits, releases need not come to grant.
-                            // Relaxed: routes only (the wait lock is held).
-                            let clear = if q.list.is_empty() {
-                                WAITERS | UPGRADING | HANDOFF | NUDGED
-                            } else {
-                                UPGRADING
-                            };
-                            self.count.fetch_and(!clear, Ordering::Relaxed);
-                        }
-                        // Readers queued behind the upgrade share the lock
-                        // with us again (ARCHITECTURE contract 11): grant
-                        // them now.
-                        self.grant_locked(&mut q, &mut wakes);
-                    });
+                    let kept = waiter
+                        .cancel_locked(|| self.leave_upgrade_slot_locked(&mut q, &mut wakes));
                     self.finish(q, &mut wakes);
                     kept.is_some()
                 }
