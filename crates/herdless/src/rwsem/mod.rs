@@ -202,13 +202,13 @@ mod wait_list;
 mod waiter;
 
 pub use acquire_async::RawAcquire;
-pub use upgrade_async::RawUpgrade;
 #[cfg(not(loom))]
 pub use async_ext::{RwSemAsyncExt, RwSemReadFuture, RwSemUpgradableReadFuture, RwSemWriteFuture};
 #[cfg(not(loom))]
 pub use lock_api_impl::RwSemExt;
 pub use raw::{RawRwSem, HANDOFF_AFTER};
 pub use stats::RwSemStats;
+pub use upgrade_async::RawUpgrade;
 
 /// A reader-writer semaphore around a `T`, with `lock_api` guards.
 ///

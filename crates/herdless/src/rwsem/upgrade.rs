@@ -353,8 +353,8 @@ impl RawRwSem {
                     let mut q = self.lock_wait();
                     // Under the wait lock a grant is final: one that beat
                     // the timeout wins (ARCHITECTURE contract 4).
-                    let kept = waiter
-                        .cancel_locked(|| self.leave_upgrade_slot_locked(&mut q, &mut wakes));
+                    let kept =
+                        waiter.cancel_locked(|| self.leave_upgrade_slot_locked(&mut q, &mut wakes));
                     self.finish(q, &mut wakes);
                     kept.is_some()
                 }

@@ -55,3 +55,42 @@ pub fn wait_until(what: &str, mut cond: impl FnMut() -> bool) {
         std::thread::yield_now();
     }
 }
+
+/// A future with its own counting waker, polled by hand (tokio-test's
+/// `task::spawn`): `is_woken` says whether it was woken since its last poll.
+pub struct MockTask<F: Future> {
+    fut: Pin<Box<F>>,
+    counter: Arc<Counting>,
+    waker: Waker,
+    seen: usize,
+}
+
+/// Wraps `fut` into a [`MockTask`] (not polled yet).
+pub fn spawn<F: Future>(fut: F) -> MockTask<F> {
+    let (counter, waker) = counting_waker();
+    MockTask {
+        fut: Box::pin(fut),
+        counter,
+        waker,
+        seen: 0,
+    }
+}
+
+impl<F: Future> MockTask<F> {
+    /// Polls the future once with the task's waker.
+    pub fn poll(&mut self) -> Poll<F::Output> {
+        self.seen = self.counter.wakes();
+        poll_once(self.fut.as_mut(), &self.waker)
+    }
+
+    /// Whether the task was woken since its last poll.
+    pub fn is_woken(&self) -> bool {
+        self.counter.wakes() > self.seen
+    }
+
+    /// Polls the future once with another waker (the task's own is
+    /// replaced in the future's eyes).
+    pub fn poll_with(&mut self, waker: &Waker) -> Poll<F::Output> {
+        poll_once(self.fut.as_mut(), waker)
+    }
+}
