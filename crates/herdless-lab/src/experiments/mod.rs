@@ -3,6 +3,7 @@
 
 use crate::harness::{Experiment, LabError};
 
+pub mod async_tasks;
 pub mod bounce;
 pub mod epoll;
 pub mod fault_around;
@@ -19,6 +20,7 @@ pub fn all() -> Vec<Experiment> {
         herd::experiment(),
         rwsem::experiment(),
         locks::experiment(),
+        async_tasks::experiment(),
         epoll::experiment(),
         fault_around::experiment(),
         bounce::experiment(),

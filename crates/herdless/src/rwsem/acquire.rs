@@ -79,6 +79,7 @@ impl RawRwSem {
     /// hand-off pending; for a writer, no holder; for an upgradable reader,
     /// no writer and no other upgradable reader). Never backs out, so it
     /// may run under the wait lock.
+    #[inline]
     pub(super) fn try_cas(&self, kind: Kind) -> bool {
         let mut c = self.count.load(Ordering::Relaxed);
         loop {

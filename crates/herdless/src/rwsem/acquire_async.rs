@@ -84,6 +84,7 @@ pub struct RawAcquire<'a> {
 }
 
 impl<'a> RawAcquire<'a> {
+    #[inline]
     pub(super) fn new(sem: &'a RawRwSem, kind: Kind) -> Self {
         debug_assert!(kind != Kind::Upgrade, "an upgrade is not an acquisition");
         RawAcquire {
@@ -95,12 +96,14 @@ impl<'a> RawAcquire<'a> {
         }
     }
 
+    #[inline]
     fn steals(&self) -> bool {
         self.sem.config.counting == Counting::AtomicCount
     }
 
     /// First poll that did not take the lock at once: queue (with this
     /// task's waker) and run the grant check, as a thread does.
+    #[cold]
     fn queue(&mut self, cx: &Context<'_>) -> Poll<()> {
         let sem = self.sem;
         let slot = self.waiter.wake_handle().slot().expect("a task's record");
@@ -139,6 +142,7 @@ impl<'a> RawAcquire<'a> {
     }
 
     /// A poll of a queued record that was not granted when we looked.
+    #[cold]
     fn poll_queued(&mut self, cx: &Context<'_>) -> Poll<()> {
         let sem = self.sem;
         if self.steals() && self.kind == Kind::Write {
@@ -191,6 +195,7 @@ impl<'a> RawAcquire<'a> {
         Poll::Pending
     }
 
+    #[inline]
     fn ready(&mut self) -> Poll<()> {
         self.state = State::Done;
         Poll::Ready(())
@@ -215,6 +220,7 @@ impl<'a> RawAcquire<'a> {
 impl RawRwSem {
     /// Takes the lock shared, as a task (the async form of
     /// [`read`](Self::read); release with [`read_unlock`](Self::read_unlock)).
+    #[inline]
     pub fn read_async(&self) -> RawAcquire<'_> {
         RawAcquire::new(self, Kind::Read)
     }
@@ -222,6 +228,7 @@ impl RawRwSem {
     /// Takes the lock exclusive, as a task (the async form of
     /// [`write`](Self::write); release with
     /// [`write_unlock`](Self::write_unlock)).
+    #[inline]
     pub fn write_async(&self) -> RawAcquire<'_> {
         RawAcquire::new(self, Kind::Write)
     }
@@ -229,6 +236,7 @@ impl RawRwSem {
     /// Takes the upgradable hold, as a task (the async form of
     /// [`upgradable_read`](Self::upgradable_read); release with
     /// [`upgradable_unlock`](Self::upgradable_unlock)).
+    #[inline]
     pub fn upgradable_read_async(&self) -> RawAcquire<'_> {
         RawAcquire::new(self, Kind::Upgradable)
     }
@@ -254,6 +262,7 @@ fn readers_hold_without_handoff(sem: &RawRwSem) -> bool {
 impl Future for RawAcquire<'_> {
     type Output = ();
 
+    #[inline]
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
         // SAFETY: the record is never moved out of the future (only shared
         // references to it are taken; `Drop` runs in place).
@@ -274,10 +283,18 @@ impl Future for RawAcquire<'_> {
 }
 
 impl Drop for RawAcquire<'_> {
+    #[inline]
     fn drop(&mut self) {
-        if self.state != State::Queued {
-            return;
+        if self.state == State::Queued {
+            self.cancel();
         }
+    }
+}
+
+impl RawAcquire<'_> {
+    /// Dropped while queued: leave, or give back a grant that won.
+    #[cold]
+    fn cancel(&mut self) {
         let granted = self.waiter.is_granted() || {
             let node = NonNull::from(&self.waiter);
             let mut wakes = WakeList::new();

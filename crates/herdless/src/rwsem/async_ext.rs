@@ -230,6 +230,7 @@ macro_rules! lock_future {
         impl<'a, T: ?Sized> Future for $name<'a, T> {
             type Output = $guard<'a, T>;
 
+            #[inline]
             fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<$guard<'a, T>> {
                 // SAFETY: `acquire` is structurally pinned: never moved out
                 // of the future, dropped in place.

@@ -101,8 +101,12 @@ impl Sleeper {
 
 /// A task's current waker inside its waiter record (module docs: who
 /// writes and reads it, under which lock).
+///
+/// Empty (`None`, nothing to build or drop) until the owner's first store,
+/// which comes before the record is queued: a future that takes its lock
+/// at once never touches a waker.
 pub(crate) struct WakerSlot {
-    waker: UnsafeCell<Waker>,
+    waker: UnsafeCell<Option<Waker>>,
 }
 
 // SAFETY: the cell is written only by the record's owner, either before the
@@ -113,10 +117,10 @@ unsafe impl Sync for WakerSlot {}
 unsafe impl Send for WakerSlot {}
 
 impl WakerSlot {
-    /// A slot holding a waker that does nothing (replaced before queueing).
+    /// An empty slot (filled before the record is queued).
     fn new() -> Self {
         WakerSlot {
-            waker: UnsafeCell::new(Waker::noop().clone()),
+            waker: UnsafeCell::new(None),
         }
     }
 
@@ -125,7 +129,8 @@ impl WakerSlot {
     pub(crate) fn will_wake(&self, waker: &Waker) -> bool {
         // SAFETY: only the owner (our caller) writes the cell; concurrent
         // readers (wakers under the lock) only read.
-        self.waker.with(|w| unsafe { (*w).will_wake(waker) })
+        self.waker
+            .with(|w| unsafe { (*w).as_ref().is_some_and(|w| w.will_wake(waker)) })
     }
 
     /// Stores `waker` unless the slot already wakes the same task.
@@ -137,7 +142,12 @@ impl WakerSlot {
         if !self.will_wake(waker) {
             // SAFETY: the caller contract excludes every other access but
             // the owner's own (no waker reads the slot without the lock).
-            self.waker.with_mut(|w| unsafe { (*w).clone_from(waker) });
+            self.waker.with_mut(|w| unsafe {
+                match &mut *w {
+                    Some(old) => old.clone_from(waker),
+                    empty => *empty = Some(waker.clone()),
+                }
+            });
         }
     }
 
@@ -145,9 +155,16 @@ impl WakerSlot {
     ///
     /// # Safety
     /// The caller holds the lock of the list the record is in.
+    ///
+    /// # Panics
+    /// If the slot is empty: a queued task record always holds a waker
+    /// (stored before it was queued).
     unsafe fn clone_locked(&self) -> Waker {
         // SAFETY: the owner writes only under that lock (or before the
         // record was queued), so no write races this read.
-        self.waker.with(|w| unsafe { (*w).clone() })
+        self.waker.with(|w| unsafe {
+            (*w).clone()
+                .expect("a queued task's record holds its waker")
+        })
     }
 }

@@ -1,0 +1,118 @@
+//! Section "cancelled waiters": the lock is held; K waiter futures queue
+//! for it (each polled once), then one more, the survivor, whose waker
+//! records the moment it is woken. The holder releases the lock, which
+//! hands it to (or wakes) the first waiter; the K waiters are then dropped,
+//! oldest first, without being polled again: each was granted (or woken)
+//! in turn and must pass that on. The time from the release to the
+//! survivor's wake is the hand-off latency over K cancellations; a survivor
+//! never woken (a stranded queue) fails the sample. Everything runs on the
+//! calling thread: the figure is the locks' own bookkeeping, not a
+//! scheduler's.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Wake, Waker};
+use std::time::Instant;
+
+use herdless::{RwSem, RwSemAsyncExt};
+use serde::Serialize;
+
+use crate::harness::{Case, LabError, Sample};
+
+/// Parameters of one row.
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct Params {
+    /// Waiters cancelled ahead of the survivor.
+    pub cancelled: usize,
+    /// Rounds per sample (the latency is their mean).
+    pub rounds: u32,
+}
+
+/// Records when it was first woken.
+#[derive(Default)]
+struct WokenAt(Mutex<Option<Instant>>);
+
+impl Wake for WokenAt {
+    fn wake(self: Arc<Self>) {
+        self.wake_by_ref();
+    }
+    fn wake_by_ref(self: &Arc<Self>) {
+        let mut at = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        at.get_or_insert_with(Instant::now);
+    }
+}
+
+/// The locks measured (the same three as the throughput section).
+pub use super::lock::Lock;
+
+fn poll_once<F: Future + ?Sized>(fut: Pin<&mut F>, waker: &Waker) -> bool {
+    fut.poll(&mut Context::from_waker(waker)).is_pending()
+}
+
+/// Measures `case` once with `lock`.
+pub fn measure(lock: Lock, case: &Case<Params>) -> Result<Sample, LabError> {
+    let p = case.params;
+    let noop = Waker::noop();
+    let mut total_ns = 0u128;
+    for _ in 0..p.rounds {
+        let woken = Arc::new(WokenAt::default());
+        let survivor_waker = Waker::from(woken.clone());
+        // One body for the three locks.
+        macro_rules! round {
+            ($lock:expr, $try:ident, $acquire:ident) => {{
+                let lock = $lock;
+                let held = lock.$try().ok_or_else(|| LabError::Sample("lock busy".into()))?;
+                let mut waiters: Vec<Pin<Box<_>>> =
+                    (0..p.cancelled).map(|_| Box::pin(lock.$acquire())).collect();
+                for w in &mut waiters {
+                    if !poll_once(w.as_mut(), noop) {
+                        return Err(LabError::Sample("a waiter got a held lock".into()));
+                    }
+                }
+                let mut survivor = Box::pin(lock.$acquire());
+                if !poll_once(survivor.as_mut(), &survivor_waker) {
+                    return Err(LabError::Sample("the survivor got a held lock".into()));
+                }
+                let start = Instant::now();
+                drop(held);
+                drop(waiters); // oldest first (Vec drops in order)
+                let at = *woken.0.lock().unwrap_or_else(|e| e.into_inner());
+                let Some(at) = at else {
+                    return Err(LabError::Sample(format!(
+                        "stranded: the survivor behind {} cancelled waiters was never woken",
+                        p.cancelled
+                    )));
+                };
+                if poll_once(survivor.as_mut(), &survivor_waker) {
+                    return Err(LabError::Sample("woken, but the lock not free".into()));
+                }
+                at.duration_since(start).as_nanos()
+            }};
+        }
+        total_ns += match lock {
+            Lock::Herdless => round!(RwSem::new(0u64), try_write, write_async),
+            Lock::Tokio => round!(tokio::sync::Mutex::new(0u64), try_lock_ok, lock),
+            Lock::AsyncLock => round!(async_lock::Mutex::new(0u64), try_lock, lock),
+        };
+    }
+    Ok(Sample::new().with("handoff_ns", total_ns as f64 / f64::from(p.rounds)))
+}
+
+/// `tokio::sync::Mutex::try_lock` as an `Option`, like the others.
+trait TryLockOk {
+    type Guard<'a>
+    where
+        Self: 'a;
+    fn try_lock_ok(&self) -> Option<Self::Guard<'_>>;
+}
+
+impl<T> TryLockOk for tokio::sync::Mutex<T> {
+    type Guard<'a>
+        = tokio::sync::MutexGuard<'a, T>
+    where
+        T: 'a;
+    fn try_lock_ok(&self) -> Option<tokio::sync::MutexGuard<'_, T>> {
+        self.try_lock().ok()
+    }
+}

@@ -1,0 +1,139 @@
+//! The two runtimes the `async` experiment runs its tasks on, behind one
+//! call: spawn every task, wait for all, return the wall time between.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+
+use crate::harness::gang::STACK_SIZE;
+use crate::harness::LabError;
+
+/// A multi-threaded runtime with one worker per CPU.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum Runtime {
+    /// tokio's multi-threaded scheduler.
+    Tokio,
+    /// smol: an `async_executor::Executor` run by one thread per CPU.
+    Smol,
+}
+
+fn workers() -> usize {
+    thread::available_parallelism().map_or(2, |n| n.get())
+}
+
+/// Counts the polls of a task: every poll after the first follows a wake
+/// (the task's own `wake_by_ref` included, as tokio's cooperative budget
+/// does), so `polls - 1` is the wakeups the task received.
+pub struct Counted<F> {
+    inner: Pin<Box<F>>,
+    polls: u64,
+    total: Arc<AtomicU64>,
+}
+
+impl<F> Counted<F> {
+    /// Wraps `inner`; its polls are added to `total` when it completes.
+    pub fn new(inner: F, total: Arc<AtomicU64>) -> Self {
+        Counted {
+            inner: Box::pin(inner),
+            polls: 0,
+            total,
+        }
+    }
+}
+
+impl<F: Future> Future for Counted<F> {
+    type Output = F::Output;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
+        self.polls += 1;
+        let out = self.inner.as_mut().poll(cx);
+        if out.is_ready() {
+            // Relaxed: read after every task was joined.
+            self.total.fetch_add(self.polls, Ordering::Relaxed);
+        }
+        out
+    }
+}
+
+/// Returns `Pending` once, waking itself: lets the other tasks on this
+/// worker run (either runtime's `yield_now`, without naming one).
+pub async fn yield_now() {
+    let mut yielded = false;
+    std::future::poll_fn(|cx| {
+        if yielded {
+            Poll::Ready(())
+        } else {
+            yielded = true;
+            cx.waker().wake_by_ref();
+            Poll::Pending
+        }
+    })
+    .await
+}
+
+/// Runs every future in `tasks` as a task on `runtime` (a fresh one, with
+/// one worker per CPU), waits for all of them, and returns the time from
+/// the first spawn to the last completion. A task that panics is an error.
+pub fn run_tasks<F>(runtime: Runtime, tasks: Vec<F>) -> Result<Duration, LabError>
+where
+    F: Future<Output = ()> + Send + 'static,
+{
+    match runtime {
+        Runtime::Tokio => {
+            let rt = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(workers())
+                .thread_stack_size(STACK_SIZE)
+                .build()
+                .map_err(|e| LabError::os("building a tokio runtime", e))?;
+            let start = Instant::now();
+            let handles: Vec<_> = tasks.into_iter().map(|t| rt.spawn(t)).collect();
+            rt.block_on(async {
+                for h in handles {
+                    h.await
+                        .map_err(|_| LabError::Panicked("a tokio task".into()))?;
+                }
+                Ok::<_, LabError>(())
+            })?;
+            Ok(start.elapsed())
+        }
+        Runtime::Smol => {
+            let ex = Arc::new(smol::Executor::new());
+            let (stop, stopped) = async_channel::bounded::<()>(1);
+            let mut threads = Vec::new();
+            for i in 0..workers() {
+                let (ex, stopped) = (ex.clone(), stopped.clone());
+                let spawned = thread::Builder::new()
+                    .name(format!("lab-smol-{i}"))
+                    .stack_size(STACK_SIZE)
+                    .spawn(move || smol::block_on(ex.run(stopped.recv())));
+                threads.push(spawned.map_err(|e| LabError::os("spawning a smol worker", e))?);
+            }
+            let start = Instant::now();
+            let handles: Vec<_> = tasks.into_iter().map(|t| ex.spawn(t)).collect();
+            // A panicking task re-panics here, in `await`: caught below.
+            let joined = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                smol::block_on(async {
+                    for h in handles {
+                        h.await;
+                    }
+                })
+            }));
+            let elapsed = start.elapsed();
+            drop(stop); // ends every worker's `run`
+            for t in threads {
+                // The worker's own result is `recv`'s "closed": expected.
+                let _closed = t
+                    .join()
+                    .map_err(|_| LabError::Panicked("a smol worker".into()))?;
+            }
+            joined.map_err(|_| LabError::Panicked("a smol task".into()))?;
+            Ok(elapsed)
+        }
+    }
+}
