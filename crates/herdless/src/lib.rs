@@ -1,9 +1,10 @@
 //! # herdless
 //!
-//! Blocking synchronization for Linux threads that never wakes a herd,
-//! never wakes a thread while holding a lock, and never takes a lock when
-//! nobody waits: mutexes, condition variables, reader-writer locks, wait
-//! queues, a blocking channel and an epoll-like poller, on one futex table.
+//! Synchronization for Linux threads and async tasks that never wakes a
+//! herd, never wakes a waiter while holding a lock, and never takes a lock
+//! when nobody waits: mutexes, condition variables, reader-writer locks,
+//! wait queues, a channel and an epoll-like poller, on one futex table;
+//! threads and tasks wait in the same FIFO queues.
 //!
 //! # Which type do I use?
 //!
@@ -12,11 +13,12 @@
 //! | `std::sync::Mutex`, `parking_lot::Mutex` | protect data, one thread at a time | [`Mutex`] (`lock_api` guards; `try_lock_for`, `unlock_fair`, `bump`) |
 //! | `std::sync::Condvar`, `parking_lot::Condvar` | sleep until a condition on mutex-protected data holds | [`Condvar`] (no spurious wakeups; exact `notify_one`/`notify_all` results; `notify_all` moves waiters onto the mutex instead of waking them all) |
 //! | `std::sync::RwLock`, `parking_lot::RwLock` | many readers or one writer | [`RwLock`], also named [`RwSem`] (FIFO among sleepers, upgradable reads, `downgrade`, timed, fair unlock) |
+//! | `tokio::sync::RwLock`, `async_lock::RwLock` | the same from async tasks, or from tasks and threads on one lock | [`RwSem`] with [`RwSemAsyncExt`] (`read_async`, `write_async`, `upgradable_read_async`, `upgrade_async`; the threads' queue) |
 //! | `parking_lot_core::park`/`unpark`, a raw `futex(2)` | build your own primitive on a 32-bit word | [`FutexTable`] (`wait`, `wake`, `cmp_requeue` on any `AtomicU32`) |
 //! | `std::thread::park`, `crossbeam_utils::sync::Parker` | put one thread to sleep and wake it from another | [`parker::Parker`], [`parker::Unparker`] |
-//! | `event_listener::Event` (blocking), Linux's `wait_queue_head_t` | wait for a condition you check yourself; wake one or all | [`WaitQueue`] (exclusive waiters with pass-on; poller callbacks) |
-//! | `crossbeam_channel`, `std::sync::mpsc` with many receivers | a blocking queue read by several threads | [`Channel`] (each item wakes one reader) |
-//! | `mio::Poll`, `epoll(7)`, `eventfd(2)` | wait for readiness on many sources at once | [`EventPoll`], [`EventFd`], the [`Pollable`] trait |
+//! | `event_listener::Event`, `tokio::sync::Notify`, Linux's `wait_queue_head_t` | wait for a condition you check yourself, from a thread or a task; wake one or all | [`WaitQueue`] (exclusive waiters with pass-on; poller callbacks; [`wait_event_async`](WaitQueue::wait_event_async), [`wait_event_exclusive_async`](WaitQueue::wait_event_exclusive_async), [`wait_unlocked_async`](WaitQueue::wait_unlocked_async): the async condition wait) |
+//! | `crossbeam_channel`, `std::sync::mpsc` with many receivers, `flume`, `async-channel` | a queue read by several threads or tasks | [`Channel`] (each item wakes one reader, thread or task; `recv_async`, `send_async`) |
+//! | `mio::Poll`, `epoll(7)`, `eventfd(2)` | wait for readiness on many sources at once | [`EventPoll`] (`wait`, `wait_async`), [`EventFd`], the [`Pollable`] trait |
 //! | Firecracker's example page-fault handlers, the `userfaultfd` crate | serve a snapshot's memory lazily | the `herdless-pager` crate and its `herdless-uffd` binary |
 //!
 //! The locks are [`lock_api`] 0.5 types (the version parking_lot 0.13
@@ -26,11 +28,17 @@
 //! [`RwLockWriteGuard`], [`RwLockUpgradableReadGuard`],
 //! [`MappedRwLockReadGuard`], [`MappedRwLockWriteGuard`].
 //!
-//! What herdless does not offer: `async` (futures and wakers: use
-//! `tokio::sync` or `event-listener`'s async side); poisoning (a panic
-//! while holding a lock releases it, as in parking_lot); recursive or
-//! reentrant locks; locks shared between processes; platforms other than
-//! Linux.
+//! Async: the futures need only `core::task::Waker` (no runtime). A task
+//! waits in the same FIFO queue as the threads, is woken once per grant,
+//! never spins in `poll`, and a future dropped after it was granted passes
+//! the grant on; guards are the blocking calls' `Send` guards, held across
+//! `.await` as they are.
+//!
+//! What herdless does not offer: an async `Mutex` yet (use `RwSem`'s
+//! `write_async`); owned (`Arc`) guards; async timeouts (drop the future);
+//! poisoning (a panic while holding a lock releases it, as in
+//! parking_lot); recursive or reentrant locks; locks shared between
+//! processes; platforms other than Linux.
 //!
 //! ```
 //! use std::sync::Arc;
@@ -53,9 +61,35 @@
 //! assert_eq!(consumer.join().unwrap(), Some(42));
 //! ```
 //!
+//! A thread and a task on one lock (any runtime; here `futures`'
+//! `block_on`):
+//! ```
+//! use std::sync::Arc;
+//! use herdless::*;
+//!
+//! let table = Arc::new(RwSem::new(Vec::new()));
+//! let held = table.write(); // a thread holds the lock
+//! let task = {
+//!     let table = table.clone();
+//!     async move {
+//!         let mut rows = table.write_async().await; // queued behind the thread
+//!         rows.push("from a task");
+//!         rows.len() // the guard is Send: it may live across an .await
+//!     }
+//! };
+//! let runner = std::thread::spawn(move || futures::executor::block_on(task));
+//! while table.waiters() == 0 {
+//!     std::thread::yield_now(); // until the task waits in the lock's queue
+//! }
+//! drop(held); // the thread's release grants the task
+//! assert_eq!(runner.join().unwrap(), 1);
+//! assert_eq!(*table.read(), ["from a task"]);
+//! ```
+//!
 //! # How it is built
-//! Every sleeping thread is one waiter record (`util::waiter`, internal)
-//! with one grant and one sleep loop, queued on one of three heads: the
+//! Every waiting thread or task is one waiter record (`util::waiter`,
+//! internal: a thread's `Unparker` or a task's `Waker` slot) with one
+//! grant, queued on one of three heads: the
 //! [`futex`] table's buckets (Mutex, Condvar), a [`rwsem`]'s wait list, or
 //! a [`wait_queue`] (Channel, EventPoll, EventFd). Wakers collect the
 //! threads to wake under the head's lock and wake them after dropping it.

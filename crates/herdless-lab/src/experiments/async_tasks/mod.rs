@@ -64,7 +64,11 @@ fn lock_section(runtime: Runtime) -> Section<lock::Params> {
     let cases = |rows: &[(usize, bool)], total_ops: u64| {
         rows.iter()
             .map(|&(t, held)| {
-                let label = if held { format!("{t} held") } else { t.to_string() };
+                let label = if held {
+                    format!("{t} held")
+                } else {
+                    t.to_string()
+                };
                 Case::new(
                     label,
                     lock::Params {
@@ -93,7 +97,10 @@ fn lock_section(runtime: Runtime) -> Section<lock::Params> {
         PerSuite {
             smoke: cases(&rows(&[2], &[8]), 2_000),
             quick: cases(&rows(&[1, 4, 16, 64], &[4, 16, 64]), 40_000),
-            full: cases(&rows(&[1, 2, 4, 8, 16, 32, 64], &[2, 4, 8, 16, 32, 64]), 200_000),
+            full: cases(
+                &rows(&[1, 2, 4, 8, 16, 32, 64], &[2, 4, 8, 16, 32, 64]),
+                200_000,
+            ),
         },
     )
     .metric(Metric::higher("ops_per_s", "ops/s"))
@@ -172,7 +179,15 @@ fn handoff_section() -> Section<handoff::Params> {
     let cases = |cancelled: &[usize], rounds: u32| {
         cancelled
             .iter()
-            .map(|&k| Case::new(k.to_string(), handoff::Params { cancelled: k, rounds }))
+            .map(|&k| {
+                Case::new(
+                    k.to_string(),
+                    handoff::Params {
+                        cancelled: k,
+                        rounds,
+                    },
+                )
+            })
             .collect::<Vec<_>>()
     };
     Section::new(
