@@ -26,6 +26,8 @@ use super::{RwSem, RwSemReadGuard, RwSemUpgradableReadGuard, RwSemWriteGuard};
 ///   across an `.await`, and the future is `Send` when `T: Send + Sync`.
 ///   For a task spawned with `'static` bounds, share the semaphore in an
 ///   `Arc` and move a clone into the task (see the example).
+///   (clippy's `await_holding_lock` lint flags every `lock_api` guard held
+///   across an `.await`, these included: allow it where you do so.)
 /// - **Cancellation.** Dropping a future before it was granted leaves the
 ///   queue in O(1) (and lets whoever it held back proceed); dropping it
 ///   after a grant gives the hold back with the fair unlock, which hands

@@ -44,14 +44,14 @@ impl Wake for WokenAt {
 }
 
 /// The locks measured (the same three as the throughput section).
-pub use super::lock::Lock;
+pub use super::lock::AsyncMutex;
 
 fn poll_once<F: Future + ?Sized>(fut: Pin<&mut F>, waker: &Waker) -> bool {
     fut.poll(&mut Context::from_waker(waker)).is_pending()
 }
 
 /// Measures `case` once with `lock`.
-pub fn measure(lock: Lock, case: &Case<Params>) -> Result<Sample, LabError> {
+pub fn measure(lock: AsyncMutex, case: &Case<Params>) -> Result<Sample, LabError> {
     let p = case.params;
     let noop = Waker::noop();
     let mut total_ns = 0u128;
@@ -94,9 +94,9 @@ pub fn measure(lock: Lock, case: &Case<Params>) -> Result<Sample, LabError> {
             }};
         }
         total_ns += match lock {
-            Lock::Herdless => round!(RwSem::new(0u64), try_write, write_async),
-            Lock::Tokio => round!(tokio::sync::Mutex::new(0u64), try_lock_ok, lock),
-            Lock::AsyncLock => round!(async_lock::Mutex::new(0u64), try_lock, lock),
+            AsyncMutex::Herdless => round!(RwSem::new(0u64), try_write, write_async),
+            AsyncMutex::Tokio => round!(tokio::sync::Mutex::new(0u64), try_lock_ok, lock),
+            AsyncMutex::AsyncLock => round!(async_lock::Mutex::new(0u64), try_lock, lock),
         };
     }
     Ok(Sample::new().with("handoff_ns", total_ns as f64 / f64::from(p.rounds)))

@@ -24,7 +24,7 @@ mod lock;
 mod runtime;
 
 use self::channel::Chan;
-use self::lock::Lock;
+use self::lock::AsyncMutex;
 use self::runtime::Runtime;
 use crate::harness::{Case, Experiment, Metric, PerSuite, Ratio, Role, Section, Variant};
 
@@ -108,13 +108,13 @@ fn lock_section(runtime: Runtime) -> Section<lock::Params> {
     .metric(Metric::lower("time_ms", "ms"))
     .evidence(&["wakeups_per_op"])
     .variant(Variant::new(HERDLESS, Role::After, |case| {
-        lock::measure(Lock::Herdless, case)
+        lock::measure(AsyncMutex::Herdless, case)
     }))
     .variant(Variant::new(TOKIO, Role::Peer, |case| {
-        lock::measure(Lock::Tokio, case)
+        lock::measure(AsyncMutex::Tokio, case)
     }))
     .variant(Variant::new(ASYNC_LOCK, Role::Peer, |case| {
-        lock::measure(Lock::AsyncLock, case)
+        lock::measure(AsyncMutex::AsyncLock, case)
     }))
     .ratio(Ratio::of(HERDLESS, TOKIO).at_least(1.0))
     .ratio(Ratio::of(HERDLESS, ASYNC_LOCK).at_least(1.0))
@@ -201,13 +201,13 @@ fn handoff_section() -> Section<handoff::Params> {
     )
     .metric(Metric::lower("handoff_ns", "ns"))
     .variant(Variant::new(HERDLESS, Role::After, |case| {
-        handoff::measure(Lock::Herdless, case)
+        handoff::measure(AsyncMutex::Herdless, case)
     }))
     .variant(Variant::new(TOKIO, Role::Peer, |case| {
-        handoff::measure(Lock::Tokio, case)
+        handoff::measure(AsyncMutex::Tokio, case)
     }))
     .variant(Variant::new(ASYNC_LOCK, Role::Peer, |case| {
-        handoff::measure(Lock::AsyncLock, case)
+        handoff::measure(AsyncMutex::AsyncLock, case)
     }))
     .ratio(Ratio::of(TOKIO, HERDLESS))
     .ratio(Ratio::of(ASYNC_LOCK, HERDLESS))
