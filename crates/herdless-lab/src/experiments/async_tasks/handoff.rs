@@ -5,7 +5,8 @@
 //! oldest first, without being polled again: each was granted (or woken)
 //! in turn and must pass that on. The time from the release to the
 //! survivor's wake is the hand-off latency over K cancellations; a survivor
-//! never woken (a stranded queue) fails the sample. Everything runs on the
+//! never woken (a stranded queue) fails the sample. Counted: how many times
+//! the survivor's waker was called per round (1: no spare wakes). Everything runs on the
 //! calling thread: the figure is the locks' own bookkeeping, not a
 //! scheduler's.
 
@@ -29,17 +30,18 @@ pub struct Params {
     pub rounds: u32,
 }
 
-/// Records when it was first woken.
+/// Records when it was first woken, and how many times.
 #[derive(Default)]
-struct WokenAt(Mutex<Option<Instant>>);
+struct WokenAt(Mutex<(Option<Instant>, u32)>);
 
 impl Wake for WokenAt {
     fn wake(self: Arc<Self>) {
         self.wake_by_ref();
     }
     fn wake_by_ref(self: &Arc<Self>) {
-        let mut at = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        at.get_or_insert_with(Instant::now);
+        let mut woken = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        woken.0.get_or_insert_with(Instant::now);
+        woken.1 += 1;
     }
 }
 
@@ -55,6 +57,7 @@ pub fn measure(lock: AsyncMutex, case: &Case<Params>) -> Result<Sample, LabError
     let p = case.params;
     let noop = Waker::noop();
     let mut total_ns = 0u128;
+    let mut survivor_wakes = 0u64;
     for _ in 0..p.rounds {
         let woken = Arc::new(WokenAt::default());
         let survivor_waker = Waker::from(woken.clone());
@@ -80,7 +83,8 @@ pub fn measure(lock: AsyncMutex, case: &Case<Params>) -> Result<Sample, LabError
                 let start = Instant::now();
                 drop(held);
                 drop(waiters); // oldest first (Vec drops in order)
-                let at = *woken.0.lock().unwrap_or_else(|e| e.into_inner());
+                let (at, wakes) = *woken.0.lock().unwrap_or_else(|e| e.into_inner());
+                survivor_wakes += u64::from(wakes);
                 let Some(at) = at else {
                     return Err(LabError::Sample(format!(
                         "stranded: the survivor behind {} cancelled waiters was never woken",
@@ -99,7 +103,10 @@ pub fn measure(lock: AsyncMutex, case: &Case<Params>) -> Result<Sample, LabError
             AsyncMutex::AsyncLock => round!(async_lock::Mutex::new(0u64), try_lock, lock),
         };
     }
-    Ok(Sample::new().with("handoff_ns", total_ns as f64 / f64::from(p.rounds)))
+    let rounds = f64::from(p.rounds);
+    Ok(Sample::new()
+        .with("handoff_ns", total_ns as f64 / rounds)
+        .with("survivor_wakes", survivor_wakes as f64 / rounds))
 }
 
 /// `tokio::sync::Mutex::try_lock` as an `Option`, like the others.

@@ -200,6 +200,8 @@ fn handoff_section() -> Section<handoff::Params> {
         },
     )
     .metric(Metric::lower("handoff_ns", "ns"))
+    .metric(Metric::lower("survivor_wakes", "per round"))
+    .evidence(&["survivor_wakes"])
     .variant(Variant::new(HERDLESS, Role::After, |case| {
         handoff::measure(AsyncMutex::Herdless, case)
     }))
