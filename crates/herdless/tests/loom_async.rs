@@ -168,6 +168,47 @@ fn a_reader_batch_of_a_thread_and_a_task_is_granted_by_one_release() {
     }
 }
 
+/// A task's upgrade waits in the upgrade slot for a reader; the future is
+/// dropped while the reader's release races to grant it: either it left
+/// the slot first, or the grant won and the drop turns it back into the
+/// upgradable hold. Either way the task holds the lock upgradable after
+/// the drop, and releasing that leaves the lock free. Mutation check: a
+/// drop that ignores a grant that won leaves a writer hold behind: the
+/// lock is still held at the end.
+#[test]
+fn a_dropped_upgrade_future_leaves_the_upgradable_hold() {
+    for config in CONFIGS {
+        model(2, move || {
+            let sem = Arc::new(RawRwSem::with_config(config));
+            sem.upgradable_read();
+            sem.read();
+            let reader = thread::spawn({
+                let sem = sem.clone();
+                // SAFETY: the read hold taken above; holds belong to no
+                // thread.
+                move || unsafe { sem.read_unlock() }
+            });
+            let (_, waker) = task_waker();
+            // SAFETY: we hold the lock upgradable until the end.
+            let mut fut = Box::pin(unsafe { sem.upgrade_async() });
+            let upgraded = poll_once(fut.as_mut(), &waker).is_ready();
+            drop(fut);
+            reader.join().unwrap();
+            // SAFETY: ready: the write hold; dropped pending: the
+            // upgradable hold (the future's contract).
+            unsafe {
+                if upgraded {
+                    sem.write_unlock();
+                } else {
+                    sem.upgradable_unlock();
+                }
+            }
+            assert!(!sem.is_locked());
+            assert_eq!(sem.waiters(), 0);
+        });
+    }
+}
+
 /// Items consumed by exclusive waiters (Relaxed: the queue orders them).
 struct Items(AtomicUsize);
 
