@@ -79,8 +79,10 @@ pub struct RawAcquire<'a> {
     state: State,
     /// When this waiter asks for hand-off (`AtomicCount` only).
     handoff_at: Option<Deadline>,
-    /// Pinned: never moved out of the future, dropped in place.
-    waiter: Waiter,
+    /// The record, built at the first poll that queues (a future that
+    /// takes the lock at once never builds one). Pinned: never moved out
+    /// of the future, dropped in place.
+    waiter: Option<Waiter>,
 }
 
 impl<'a> RawAcquire<'a> {
@@ -92,8 +94,15 @@ impl<'a> RawAcquire<'a> {
             kind,
             state: State::Idle,
             handoff_at: None,
-            waiter: Waiter::new(Sleeper::task(), kind),
+            waiter: None,
         }
+    }
+
+    /// The record of a future that queued (state `Queued`).
+    fn record(&self) -> &Waiter {
+        self.waiter
+            .as_ref()
+            .expect("a queued future has its record")
     }
 
     #[inline]
@@ -106,10 +115,13 @@ impl<'a> RawAcquire<'a> {
     #[cold]
     fn queue(&mut self, cx: &Context<'_>) -> Poll<()> {
         let sem = self.sem;
-        let slot = self.waiter.wake_handle().slot().expect("a task's record");
+        // Built in place: the future is pinned, and the record is in no
+        // list before the push below.
+        let waiter = self.waiter.insert(Waiter::new(Sleeper::task(), self.kind));
+        let slot = waiter.wake_handle().slot().expect("a task's record");
         // SAFETY: we own the record and it is in no list yet.
         unsafe { slot.set(cx.waker()) };
-        let node = NonNull::from(&self.waiter);
+        let node = NonNull::from(&*waiter);
         let mut wakes = WakeList::new();
         let mut q = sem.lock_wait();
         if sem.take_locked(&mut q, self.kind) {
@@ -133,7 +145,7 @@ impl<'a> RawAcquire<'a> {
         sem.finish(q, &mut wakes);
         self.state = State::Queued;
         self.handoff_at = self.steals().then(|| Deadline::after(Some(HANDOFF_AFTER)));
-        if self.waiter.is_granted() {
+        if self.record().is_granted() {
             // Our own grant check granted us (the wake it issued to our
             // waker is a spare poll at worst).
             return self.ready();
@@ -151,7 +163,7 @@ impl<'a> RawAcquire<'a> {
                 let mut q = sem.lock_wait();
                 // SAFETY: the lock is ours as a writer, so no grant can
                 // come to us now; the record is still queued.
-                sem.leave_locked(&mut q, NonNull::from(&self.waiter));
+                sem.leave_locked(&mut q, NonNull::from(self.record()));
                 drop(q);
                 return self.ready();
             }
@@ -167,25 +179,25 @@ impl<'a> RawAcquire<'a> {
             }
             let mut wakes = WakeList::new();
             let mut q = sem.lock_wait();
-            if !self.waiter.is_granted() {
+            if !self.record().is_granted() {
                 sem.request_handoff_locked();
                 // The lock may be free already (a nudged writer at the head
                 // that HANDOFF now keeps out): grant here, or nobody would.
                 sem.grant_locked(&mut q, &mut wakes);
             }
             sem.finish(q, &mut wakes);
-            if self.waiter.is_granted() {
+            if self.record().is_granted() {
                 return self.ready();
             }
         }
-        let slot = self.waiter.wake_handle().slot().expect("a task's record");
+        let slot = self.record().wake_handle().slot().expect("a task's record");
         if slot.will_wake(cx.waker()) {
             // A grant after our look wakes this very waker.
             return Poll::Pending;
         }
         let q = sem.lock_wait();
         // Under the wait lock a grant is final.
-        if self.waiter.is_granted() {
+        if self.record().is_granted() {
             drop(q);
             return self.ready();
         }
@@ -275,7 +287,7 @@ impl Future for RawAcquire<'_> {
                 }
                 this.queue(cx)
             }
-            State::Queued if this.waiter.is_granted() => this.ready(),
+            State::Queued if this.record().is_granted() => this.ready(),
             State::Queued => this.poll_queued(cx),
             State::Done => panic!("a lock future polled after it completed"),
         }
@@ -295,8 +307,8 @@ impl RawAcquire<'_> {
     /// Dropped while queued: leave, or give back a grant that won.
     #[cold]
     fn cancel(&mut self) {
-        let granted = self.waiter.is_granted() || {
-            let node = NonNull::from(&self.waiter);
+        let granted = self.record().is_granted() || {
+            let node = NonNull::from(self.record());
             let mut wakes = WakeList::new();
             let mut q = self.sem.lock_wait();
             // Under the wait lock a grant is final: one that came first
@@ -304,7 +316,7 @@ impl RawAcquire<'_> {
             // otherwise we leave in O(1), granting whoever we held back
             // (contract 12).
             let kept = self
-                .waiter
+                .record()
                 .cancel_locked(|| self.sem.cancel_locked(&mut q, node, &mut wakes));
             self.sem.finish(q, &mut wakes);
             kept.is_some()

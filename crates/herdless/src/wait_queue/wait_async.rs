@@ -275,7 +275,12 @@ impl<F> std::fmt::Debug for WaitEventExclusive<'_, F> {
 /// wakeup it still holds (the only place a task's wakeup is passed on).
 struct Waiting<'a> {
     queue: &'a WaitQueue,
-    entry: Entry,
+    /// Whether the entry waits exclusively.
+    exclusive: bool,
+    /// The entry, built the first time the future queues (a wait whose
+    /// first look succeeds never builds one). Pinned: never moved out of
+    /// the future, dropped in place.
+    entry: Option<Entry>,
     /// The first attempt (before queueing) has been made.
     started: bool,
     /// The entry may be in the queue: we queued it and have not seen it
@@ -292,12 +297,18 @@ impl<'a> Waiting<'a> {
     fn new(queue: &'a WaitQueue, exclusive: bool) -> Self {
         Waiting {
             queue,
-            entry: entry(exclusive, Notify::Sleeper(Sleeper::task())),
+            exclusive,
+            entry: None,
             started: false,
             queued: false,
             chosen: false,
             finished: false,
         }
+    }
+
+    /// The entry of a future that queued.
+    fn entry(&self) -> &Entry {
+        self.entry.as_ref().expect("a queued future has its entry")
     }
 
     fn poll_attempt<R>(
@@ -313,13 +324,13 @@ impl<'a> Waiting<'a> {
             "a wait_event future polled after it completed"
         );
         if this.queued {
-            if !this.entry.is_granted() && this.still_queued_with(cx) {
+            if !this.entry().is_granted() && this.still_queued_with(cx) {
                 return Poll::Pending;
             }
             // A wake dequeued and granted the entry (the Acquire in
             // `is_granted` makes the event visible to the attempt below).
             this.queued = false;
-            this.chosen = this.entry.exclusive();
+            this.chosen = this.entry().exclusive();
             match attempt() {
                 Attempt::Done(r) => {
                     this.chosen = false;
@@ -345,14 +356,20 @@ impl<'a> Waiting<'a> {
         }
         // Queue with this task's waker, then look again (the lost-wakeup
         // rule, as for threads: `wait.rs`).
-        let slot = this.entry.task_slot().expect("a task's entry");
+        let exclusive = this.exclusive;
+        // Built in place on the first queueing (the future is pinned);
+        // later ones reuse it.
+        let entry = this
+            .entry
+            .get_or_insert_with(|| entry(exclusive, Notify::Sleeper(Sleeper::task())));
+        let slot = entry.task_slot().expect("a task's entry");
         // SAFETY: we own the entry and it is in no list (never queued, or
         // a wake dequeued it: we saw its grant), so nobody reads the slot.
         unsafe { slot.set(cx.waker()) };
         // SAFETY: the entry is pinned in this future and in no list; it
         // stays live until removed: `Drop` removes it if it may still be
         // queued, and a waker's last touch is the grant's store.
-        unsafe { this.queue.enqueue(NonNull::from(&this.entry)) };
+        unsafe { this.queue.enqueue(NonNull::from(&*entry)) };
         this.queued = true;
         if let Some(r) = finished(attempt()) {
             // If a wake chose us meanwhile, this attempt may have run
@@ -368,13 +385,13 @@ impl<'a> Waiting<'a> {
     /// the stored waker is this task's. Returns `false` if a grant got
     /// there first (seen under the queue lock, where it is final).
     fn still_queued_with(&mut self, cx: &mut Context<'_>) -> bool {
-        let slot = self.entry.task_slot().expect("a task's entry");
+        let slot = self.entry().task_slot().expect("a task's entry");
         if slot.will_wake(cx.waker()) {
             // A grant after our look wakes this very waker.
             return true;
         }
         // SAFETY: queued on this queue by us and not seen leaving.
-        unsafe { self.queue.set_task_waker(&self.entry, cx.waker()) }
+        unsafe { self.queue.set_task_waker(self.entry(), cx.waker()) }
     }
 
     fn ready<R>(&mut self, r: R) -> Poll<R> {
@@ -387,9 +404,9 @@ impl<'a> Waiting<'a> {
     fn leave(&mut self) {
         debug_assert!(self.queued);
         // SAFETY: queued by `poll_attempt` and not removed since (`queued`).
-        let woken = unsafe { self.queue.remove(&self.entry) };
+        let woken = unsafe { self.queue.remove(self.entry()) };
         self.queued = false;
-        self.chosen = woken && self.entry.exclusive();
+        self.chosen = woken && self.exclusive;
     }
 
     fn pass_on_if_chosen(&mut self) {
@@ -402,10 +419,10 @@ impl<'a> Waiting<'a> {
 impl Drop for Waiting<'_> {
     fn drop(&mut self) {
         if self.queued {
-            if self.entry.is_granted() {
+            if self.entry().is_granted() {
                 // Dequeued by a wake: no lock needed to know it left.
                 self.queued = false;
-                self.chosen = self.entry.exclusive();
+                self.chosen = self.exclusive;
             } else {
                 self.leave();
             }
