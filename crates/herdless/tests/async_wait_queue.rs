@@ -50,17 +50,34 @@ impl Jobs {
     }
 }
 
+/// A consumer thread on `jobs`, and a wait until it sleeps: queued, and
+/// past the look it makes right after queueing (which could otherwise
+/// take a job posted meanwhile, ahead of an older waiter). After that it
+/// looks again only when a wake chooses it.
+fn sleeping_consumer(jobs: &Arc<Jobs>, queued_before: usize) -> thread::JoinHandle<u32> {
+    let looks = Arc::new(AtomicUsize::new(0));
+    let handle = thread::spawn({
+        let (jobs, looks) = (jobs.clone(), looks.clone());
+        move || {
+            jobs.queue.wait_event_exclusive(|| {
+                looks.fetch_add(1, Ordering::SeqCst);
+                jobs.take()
+            })
+        }
+    });
+    wait_until("the thread sleeps", || {
+        looks.load(Ordering::SeqCst) >= 2 && jobs.queue.len() == queued_before + 1
+    });
+    handle
+}
+
 #[test]
 fn each_wake_chooses_the_oldest_waiter_thread_or_task() {
     let jobs = Arc::new(Jobs::new());
     let (first, waker_a) = counting_waker();
     let mut a = pin!(jobs.queue.wait_event_exclusive_async(|| jobs.take()));
     assert!(poll_once(a.as_mut(), &waker_a).is_pending());
-    let thread = thread::spawn({
-        let jobs = jobs.clone();
-        move || jobs.queue.wait_event_exclusive(|| jobs.take())
-    });
-    wait_until("the thread queues second", || jobs.queue.len() == 2);
+    let thread = sleeping_consumer(&jobs, 1);
     let (third, waker_c) = counting_waker();
     let mut c = pin!(jobs.queue.wait_event_exclusive_async(|| jobs.take()));
     assert!(poll_once(c.as_mut(), &waker_c).is_pending());
@@ -87,11 +104,7 @@ fn a_chosen_future_that_is_dropped_passes_its_wakeup_on() {
     let (chosen, waker) = counting_waker();
     let mut fut = Box::pin(jobs.queue.wait_event_exclusive_async(|| jobs.take()));
     assert!(poll_once(fut.as_mut(), &waker).is_pending());
-    let thread = thread::spawn({
-        let jobs = jobs.clone();
-        move || jobs.queue.wait_event_exclusive(|| jobs.take())
-    });
-    wait_until("the thread queues", || jobs.queue.len() == 2);
+    let thread = sleeping_consumer(&jobs, 1);
     jobs.post(7); // chooses the future, which never runs again
     assert_eq!(chosen.wakes(), 1);
     assert_eq!(jobs.queue.len(), 1, "the thread still sleeps");
@@ -143,11 +156,7 @@ fn a_chosen_future_set_aside_holds_up_only_its_own_event() {
     let (_, waker) = counting_waker();
     let mut set_aside = pin!(jobs.queue.wait_event_exclusive_async(|| jobs.take()));
     assert!(poll_once(set_aside.as_mut(), &waker).is_pending());
-    let thread = thread::spawn({
-        let jobs = jobs.clone();
-        move || jobs.queue.wait_event_exclusive(|| jobs.take())
-    });
-    wait_until("the thread queues", || jobs.queue.len() == 2);
+    let thread = sleeping_consumer(&jobs, 1);
     jobs.post(1); // chooses the future
     jobs.post(2); // chooses the thread, which takes an item
     let got = thread.join().unwrap();
