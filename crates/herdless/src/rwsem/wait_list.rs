@@ -134,10 +134,11 @@ pub(super) struct WaitGuard<'a> {
 
 impl<'a> WaitGuard<'a> {
     pub(super) fn new(mut guard: LockGuard<'a, WaitList>) -> Self {
+        let number = guard.tallies.acquisitions.get();
         guard.tallies.acquisitions.add(1);
         WaitGuard {
             guard,
-            since: HoldClock::start(),
+            since: HoldClock::start(number),
         }
     }
 }
