@@ -77,9 +77,10 @@ pub fn experiment() -> Experiment {
          the mutex benchmark and the bounded queue; notify_all wakes each waiter once",
     )
     .mechanism(
-        "a three-state futex mutex (as glibc's and std's) that sleeps in herdless's user-space \
-         futex table, whose unlock skips the table when nobody waits (seed 004); a condvar on a \
-         sequence word whose notify_all requeues the waiters onto the mutex (seed 001's lesson)",
+        "a futex mutex that sleeps in herdless's user-space futex table, whose unlock skips the \
+         table when nobody sleeps (seed 004) and wakes one thread per hand-off, not per unlock; \
+         a condvar whose notify_one moves the waiter onto a held mutex and whose notify_all \
+         wakes each waiter once (seed 001's lesson)",
     )
     .section(mutex_throughput())
     .section(mutex_scaling())
