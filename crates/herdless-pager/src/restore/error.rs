@@ -148,6 +148,18 @@ pub enum RestoreError {
         /// The memory file's length.
         file_len: u64,
     },
+    /// `SIGINT` or `SIGTERM` (with
+    /// [`stop_on_signals`](super::RestoreOptions::stop_on_signals)) before
+    /// serving began; the socket, if it was created, is removed and no
+    /// output written. (A signal once serving has begun ends it with an
+    /// [`Ending::Signal`](super::Ending::Signal) summary instead.)
+    #[error("stopped by signal {signal} while {during}")]
+    Stopped {
+        /// The signal's number.
+        signal: i32,
+        /// What the restore was doing.
+        during: StoppedDuring,
+    },
     /// A system call of the handoff or of the serving loop failed.
     #[error("{what}: {source}")]
     Io {
@@ -156,6 +168,29 @@ pub enum RestoreError {
         /// Why.
         source: io::Error,
     },
+}
+
+/// What a restore was doing when a signal stopped it before serving
+/// ([`RestoreError::Stopped`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StoppedDuring {
+    /// Reading the memory file into the page cache (`--populate`,
+    /// `--copy-all`, `--prefetch`), before the socket is created.
+    ReadingAhead,
+    /// Listening, before any VMM connected.
+    WaitingForTheVmm,
+    /// Connected to a VMM, waiting for its handoff message.
+    WaitingForTheHandoff,
+}
+
+impl std::fmt::Display for StoppedDuring {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            StoppedDuring::ReadingAhead => "reading the memory file ahead",
+            StoppedDuring::WaitingForTheVmm => "waiting for the VMM to connect",
+            StoppedDuring::WaitingForTheHandoff => "waiting for the VMM's handoff message",
+        })
+    }
 }
 
 impl RestoreError {
@@ -195,7 +230,21 @@ impl RestoreError {
                 | RestoreError::Socket { .. }
                 | RestoreError::Trace { .. }
                 | RestoreError::AcceptTimeout(_)
+                | RestoreError::Stopped {
+                    during: StoppedDuring::ReadingAhead | StoppedDuring::WaitingForTheVmm,
+                    ..
+                }
         )
+    }
+
+    /// The signal that stopped the restore before it served
+    /// ([`RestoreError::Stopped`]), if that is what this is:
+    /// `herdless-uffd` exits 128 + it.
+    pub fn signal(&self) -> Option<i32> {
+        match self {
+            RestoreError::Stopped { signal, .. } => Some(*signal),
+            _ => None,
+        }
     }
 
     pub(crate) fn io(what: &'static str, source: impl Into<io::Error>) -> Self {

@@ -5,13 +5,15 @@
 //! [`Restore::bind`] checks the options and the output paths
 //! (`output.rs`: never one of the inputs, written only at the end, beside
 //! the target and renamed over it), opens the memory file (and the traces
-//! to read) and creates the socket; then
+//! to read) and creates the socket (`socket_file.rs`: removed when the
+//! restore ends, if still the one created); then
 //! [`Restore::run`] accepts the VMM's connection, receives its message
 //! (`handoff.rs`), checks the mappings against the memory file
 //! (`mappings.rs`), serves faults until the VMM goes away (`server.rs`,
-//! with `prefetch.rs`; `signals.rs` for `SIGINT`/`SIGTERM`), writes the
-//! trace (`trace.rs`) and returns the figures (`summary.rs`). Every refusal is a [`RestoreError`]
-//! (`error.rs`) whose message is one line.
+//! with `prefetch.rs`; `signals.rs` for `SIGINT`/`SIGTERM` at every
+//! stage), writes the trace (`trace.rs`) and returns the figures
+//! (`summary.rs`). Every refusal is a [`RestoreError`] (`error.rs`) whose
+//! message is one line.
 //!
 //! The serving is the pager's own (`handler/`): the same threads, claims,
 //! fault-around, `REMOVE` handling and poison, over the VMM's regions
@@ -28,6 +30,7 @@ mod output;
 mod prefetch;
 mod server;
 mod signals;
+mod socket_file;
 mod summary;
 pub mod trace;
 
@@ -35,7 +38,7 @@ use std::os::unix::net::UnixListener;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-pub use error::RestoreError;
+pub use error::{RestoreError, StoppedDuring};
 pub use handoff::{Peer, MAX_MESSAGE};
 pub use prefetch::CHUNK_PAGES;
 pub use summary::{Ending, RestoreSummary};
@@ -43,12 +46,17 @@ pub use trace::{Run, Trace};
 
 use crate::pager::config;
 use crate::{FileSource, PagerError};
+use signals::Signals;
+use socket_file::SocketFile;
 
 /// Default wait for the handoff message once the VMM has connected.
 pub const DEFAULT_HANDOFF_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Default permission bits of the socket: the owner only.
 pub const DEFAULT_SOCKET_MODE: u32 = 0o600;
+
+/// Bytes of the memory file read ahead between two looks for a signal.
+const READ_AHEAD_STEP: u64 = 64 << 20;
 
 /// What `herdless-uffd` is asked to do (its command line).
 #[derive(Clone, Debug)]
@@ -88,9 +96,14 @@ pub struct RestoreOptions {
     pub accept_timeout: Option<Duration>,
     /// How long to wait for the handoff message once connected.
     pub handoff_timeout: Duration,
-    /// Stop (with the summary) on `SIGINT` or `SIGTERM`: blocks them in
-    /// the calling thread and the threads it starts. For the binary; a
-    /// library user handles its own signals.
+    /// Stop on `SIGINT` or `SIGTERM` at any stage, writing no output:
+    /// before serving, [`bind`](Restore::bind) or [`run`](Restore::run)
+    /// returns [`RestoreError::Stopped`]; once serving, `run` returns the
+    /// figures so far with [`Ending::Signal`]. Either way the socket is
+    /// removed. `bind` blocks the two signals in the calling thread (and
+    /// so in the threads it starts) for good, before it opens anything:
+    /// for the binary, whose process ends with the restore; a library
+    /// user handles its own signals.
     pub stop_on_signals: bool,
     /// Log nothing (connections, refusals, warnings) to standard error.
     pub quiet: bool,
@@ -150,10 +163,15 @@ impl Log {
 }
 
 /// A restore ready to accept the VMM: options checked, files open, socket
-/// listening. Dropping it removes the socket.
+/// listening. Dropping it (and so the end of [`run`](Self::run)) removes
+/// the socket file, if the path still names the one it created.
 pub struct Restore {
     opts: RestoreOptions,
     listener: UnixListener,
+    /// Removes the socket file when the restore is dropped.
+    _socket_file: SocketFile,
+    /// `SIGINT`/`SIGTERM`, with `stop_on_signals`.
+    signals: Option<Signals>,
     /// Taken by `run`.
     source: Option<FileSource>,
     file_len: u64,
@@ -186,6 +204,8 @@ impl Restore {
             ));
         }
         let targets = Self::check_outputs(&opts)?;
+        // From here on a signal ends the restore through its exits.
+        let signals = opts.stop_on_signals.then(Signals::block).transpose()?;
         let source = FileSource::open(&opts.memory_file).map_err(|e| match e {
             PagerError::SourceOpen { path, source } => RestoreError::MemoryFile { path, source },
             other => RestoreError::Pager(other),
@@ -224,21 +244,22 @@ impl Restore {
         let log = Log { quiet: opts.quiet };
         // The whole file, or every page of the traces given (the prefetch
         // trace's pages are the ones the handlers copy first).
-        let populated = if matches!(opts.populate, Populate::All) || opts.copy_all {
-            source.populate(0, file_len)
+        let ahead: Vec<(u64, u64)> = if matches!(opts.populate, Populate::All) || opts.copy_all {
+            vec![(0, file_len)]
         } else {
             [trace.as_ref(), populate_trace.as_ref()]
                 .into_iter()
                 .flatten()
                 .flat_map(|t| t.runs.iter())
-                .try_for_each(|r| source.populate(r.offset, r.bytes()))
+                .map(|r| (r.offset, r.bytes()))
+                .collect()
         };
-        if let Err(e) = populated {
+        if let Err(e) = read_ahead(&source, &ahead, signals.as_ref())? {
             log.line(&format!(
                 "warning: could not read the memory file ahead: {e}"
             ));
         }
-        let listener = handoff::listen(&opts.socket, opts.socket_mode)?;
+        let (listener, socket_file) = handoff::listen(&opts.socket, opts.socket_mode)?;
         if opts.record.is_some() && opts.fault_around > page {
             log.line(
                 "note: recording with fault-around on records only the pages that faulted, not \
@@ -252,6 +273,8 @@ impl Restore {
         Ok(Restore {
             opts,
             listener,
+            _socket_file: socket_file,
+            signals,
             source: Some(source),
             file_len,
             trace,
@@ -297,8 +320,10 @@ impl Restore {
             self.opts.accept_timeout,
             self.opts.allow_uid,
             &self.log,
+            self.signals.as_ref(),
         )?;
-        let (body, fd) = handoff::receive(&stream, self.opts.handoff_timeout)?;
+        let (body, fd) =
+            handoff::receive(&stream, self.opts.handoff_timeout, self.signals.as_ref())?;
         let mappings = mappings::parse(&body, self.file_len, rustix::param::page_size())?;
         let uffd = handoff::adopt_uffd(fd, &self.log)?;
         let source = self
@@ -309,8 +334,35 @@ impl Restore {
     }
 }
 
-impl Drop for Restore {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.opts.socket);
+/// Reads `ranges` (offset, length) of the memory file into the page cache
+/// and maps them, in steps of [`READ_AHEAD_STEP`], looking for a signal
+/// between two steps: `Err` if one came, `Ok` with how reading went
+/// otherwise (a failure to read ahead is only a warning).
+fn read_ahead(
+    source: &FileSource,
+    ranges: &[(u64, u64)],
+    signals: Option<&Signals>,
+) -> Result<Result<(), PagerError>, RestoreError> {
+    let stopped = || {
+        signals.and_then(Signals::take).map_or(Ok(()), |signal| {
+            Err(RestoreError::Stopped {
+                signal,
+                during: StoppedDuring::ReadingAhead,
+            })
+        })
+    };
+    for &(offset, len) in ranges {
+        let end = offset.saturating_add(len);
+        let mut at = offset;
+        while at < end {
+            stopped()?;
+            let step = READ_AHEAD_STEP.min(end - at);
+            if let Err(e) = source.populate(at, step) {
+                return Ok(Err(e));
+            }
+            at += step;
+        }
     }
+    stopped()?;
+    Ok(Ok(()))
 }
