@@ -28,7 +28,15 @@ use super::{Log, RestoreError, StoppedDuring};
 use crate::uffd::Uffd;
 
 /// The largest handoff message read (a mapping list is a few hundred bytes
-/// per region).
+/// per region); a longer one is refused
+/// ([`RestoreError::MessageTooLarge`]).
+///
+/// # Examples
+/// ```
+/// use herdless_pager::restore::{RestoreError, MAX_MESSAGE};
+/// let e = RestoreError::MessageTooLarge { max: MAX_MESSAGE };
+/// assert_eq!(e.to_string(), "the handoff message exceeds 1048576 bytes");
+/// ```
 pub const MAX_MESSAGE: usize = 1 << 20;
 
 /// Descriptors a message may carry before the handler calls it too many
@@ -36,7 +44,14 @@ pub const MAX_MESSAGE: usize = 1 << 20;
 const FDS_SEEN: usize = 4;
 
 /// Who is on the other end of a connection (`SO_PEERCRED`: as of its
-/// `connect`).
+/// `connect`), as the log lines name it.
+///
+/// # Examples
+/// ```
+/// use herdless_pager::restore::Peer;
+/// let p = Peer { pid: 4242, uid: 123, gid: 123 };
+/// assert_eq!(format!("connection from {p}"), "connection from pid 4242 uid 123 gid 123");
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Peer {
     /// Process id.

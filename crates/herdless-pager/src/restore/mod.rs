@@ -50,15 +50,54 @@ use signals::Signals;
 use socket_file::SocketFile;
 
 /// Default wait for the handoff message once the VMM has connected.
+///
+/// # Examples
+/// ```
+/// use herdless_pager::restore::{RestoreOptions, DEFAULT_HANDOFF_TIMEOUT};
+/// let opts = RestoreOptions::new("uffd.sock", "vm.mem");
+/// assert_eq!(opts.handoff_timeout, DEFAULT_HANDOFF_TIMEOUT);
+/// ```
 pub const DEFAULT_HANDOFF_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Default permission bits of the socket: the owner only.
+///
+/// # Examples
+/// ```
+/// use std::os::unix::fs::PermissionsExt;
+/// use herdless_pager::restore::{Restore, RestoreOptions, DEFAULT_SOCKET_MODE};
+/// let dir = std::env::temp_dir().join(format!("socket-mode-{}", std::process::id()));
+/// std::fs::create_dir_all(&dir)?;
+/// std::fs::write(dir.join("vm.mem"), [0u8; 4096])?;
+/// let restore = Restore::bind(RestoreOptions::new(dir.join("uffd.sock"), dir.join("vm.mem")))?;
+/// let mode = std::fs::metadata(restore.socket_path())?.permissions().mode();
+/// assert_eq!(mode & 0o777, DEFAULT_SOCKET_MODE);
+/// drop(restore);
+/// std::fs::remove_dir_all(&dir)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub const DEFAULT_SOCKET_MODE: u32 = 0o600;
 
 /// Bytes of the memory file read ahead between two looks for a signal.
 const READ_AHEAD_STEP: u64 = 64 << 20;
 
-/// What `herdless-uffd` is asked to do (its command line).
+/// What `herdless-uffd` is asked to do (its command line). Start from
+/// [`RestoreOptions::new`] and set what differs; [`Restore::bind`] checks
+/// it.
+///
+/// # Examples
+/// `herdless-uffd uffd.sock vm.mem --handlers 2 --fault-around 64K
+/// --prefetch vm.trace --stats-json restore.json`:
+/// ```
+/// use herdless_pager::restore::RestoreOptions;
+/// let opts = RestoreOptions {
+///     handlers: 2,
+///     fault_around: 64 << 10,
+///     prefetch: Some("vm.trace".into()),
+///     stats_json: Some("restore.json".into()),
+///     ..RestoreOptions::new("uffd.sock", "vm.mem")
+/// };
+/// assert!(!opts.copy_all && opts.record.is_none());
+/// ```
 #[derive(Clone, Debug)]
 pub struct RestoreOptions {
     /// The socket to listen on (Firecracker's `mem_backend.backend_path`).
@@ -112,7 +151,18 @@ pub struct RestoreOptions {
 impl RestoreOptions {
     /// The defaults for `socket` and `memory_file`: fault-around off, one
     /// handler, socket mode 0600, a 10 s handoff timeout, no accept
-    /// timeout.
+    /// timeout, nothing recorded, prefetched or written, signals left
+    /// alone, warnings logged.
+    ///
+    /// # Examples
+    /// ```
+    /// use herdless_pager::restore::{Populate, RestoreOptions, DEFAULT_SOCKET_MODE};
+    /// let opts = RestoreOptions::new("/run/fc/uffd.sock", "/snapshots/vm.mem");
+    /// assert_eq!(opts.fault_around, rustix::param::page_size()); // off
+    /// assert_eq!((opts.handlers, opts.socket_mode), (1, DEFAULT_SOCKET_MODE));
+    /// assert_eq!(opts.populate, Populate::Nothing);
+    /// assert!(opts.accept_timeout.is_none() && !opts.stop_on_signals);
+    /// ```
     pub fn new(socket: impl Into<PathBuf>, memory_file: impl Into<PathBuf>) -> Self {
         RestoreOptions {
             socket: socket.into(),
@@ -136,6 +186,18 @@ impl RestoreOptions {
 }
 
 /// What of the memory file `herdless-uffd` maps before the VMM connects.
+///
+/// # Examples
+/// `--populate` and `--populate=vm.trace`:
+/// ```
+/// use herdless_pager::restore::{Populate, RestoreOptions};
+/// let all = RestoreOptions { populate: Populate::All, ..RestoreOptions::new("s", "vm.mem") };
+/// let ws = RestoreOptions {
+///     populate: Populate::Trace("vm.trace".into()),
+///     ..RestoreOptions::new("s", "vm.mem")
+/// };
+/// assert_ne!(all.populate, ws.populate);
+/// ```
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub enum Populate {
     /// Nothing ahead: each page is read when first copied.
@@ -165,6 +227,42 @@ impl Log {
 /// A restore ready to accept the VMM: options checked, files open, socket
 /// listening. Dropping it (and so the end of [`run`](Self::run)) removes
 /// the socket file, if the path still names the one it created.
+///
+/// # Examples
+/// `herdless-uffd` in a thread, with Firecracker's side played in
+/// process (the crate's `vmm` module, feature `test-vmm`: what the tests
+/// use; a real Firecracker connects the same way). Without userfaultfd
+/// for this process the guest memory cannot be set up, and the example
+/// stops there.
+/// ```
+/// use herdless_pager::restore::{Ending, Restore, RestoreOptions};
+/// use herdless_pager::vmm::GuestMemory;
+/// let Ok(guest) = GuestMemory::new(&[1 << 20]) else { return Ok(()) }; // no userfaultfd: skip
+/// let dir = std::env::temp_dir().join(format!("restore-{}", std::process::id()));
+/// std::fs::create_dir_all(&dir)?;
+/// let snapshot: Vec<u8> = (0..1 << 20).map(|i| (i % 251) as u8).collect();
+/// std::fs::write(dir.join("vm.mem"), &snapshot)?;
+///
+/// let mut opts = RestoreOptions::new(dir.join("uffd.sock"), dir.join("vm.mem"));
+/// opts.fault_around = 64 << 10;
+/// opts.quiet = true;
+/// let restore = Restore::bind(opts)?; // the socket exists from here
+/// let handler = std::thread::spawn(move || restore.run());
+///
+/// // The VMM: connects, hands over its memory and userfaultfd, runs.
+/// let conn = guest.handoff(&dir.join("uffd.sock"))?;
+/// let mut page = vec![0u8; 4096];
+/// guest.read(guest.regions()[0].base + 8192, &mut page)?; // a fault, served
+/// assert_eq!(page[..], snapshot[8192..8192 + 4096]);
+/// drop(conn); // the VMM exits
+///
+/// let summary = handler.join().unwrap()?;
+/// assert_eq!(summary.ending, Ending::VmmClosed);
+/// assert!(summary.clean() && summary.stats.faults == 1);
+/// assert!(!dir.join("uffd.sock").exists()); // removed at the end
+/// std::fs::remove_dir_all(&dir)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub struct Restore {
     opts: RestoreOptions,
     listener: UnixListener,
@@ -192,7 +290,38 @@ impl Restore {
     ///
     /// # Errors
     /// Every refusal is a [`RestoreError`] whose message is one line;
-    /// [`RestoreError::is_usage`] tells a usage error from the others.
+    /// [`RestoreError::is_usage`] tells a usage error from the others:
+    /// [`RestoreError::Usage`] and [`RestoreError::OutputCollides`] (bad
+    /// values, an output over an input); [`RestoreError::Output`] (an
+    /// output that cannot be written there); [`RestoreError::MemoryFile`],
+    /// [`RestoreError::Trace`] (inputs missing, unreadable, of another
+    /// snapshot); [`RestoreError::SocketExists`], [`RestoreError::Socket`];
+    /// [`RestoreError::Stopped`] (a signal, with `stop_on_signals`, while
+    /// reading the memory file ahead); [`RestoreError::Io`] (blocking the
+    /// signals failed).
+    ///
+    /// # Examples
+    /// ```
+    /// use herdless_pager::restore::{Restore, RestoreError, RestoreOptions};
+    /// let dir = std::env::temp_dir().join(format!("bind-{}", std::process::id()));
+    /// std::fs::create_dir_all(&dir)?;
+    /// let opts = RestoreOptions::new(dir.join("uffd.sock"), dir.join("vm.mem"));
+    /// // No memory file yet: refused, no socket made.
+    /// let e = Restore::bind(opts.clone()).err().unwrap();
+    /// assert!(matches!(e, RestoreError::MemoryFile { .. }) && !e.is_usage());
+    /// assert!(!dir.join("uffd.sock").exists());
+    /// // An output over the memory file: a usage error.
+    /// std::fs::write(dir.join("vm.mem"), [0u8; 4096])?;
+    /// let over = RestoreOptions { record: Some(dir.join("vm.mem")), ..opts.clone() };
+    /// assert!(Restore::bind(over).err().unwrap().is_usage());
+    /// // Bound: listening until dropped.
+    /// let restore = Restore::bind(opts)?;
+    /// assert!(dir.join("uffd.sock").exists());
+    /// drop(restore);
+    /// assert!(!dir.join("uffd.sock").exists());
+    /// std::fs::remove_dir_all(&dir)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn bind(opts: RestoreOptions) -> Result<Self, RestoreError> {
         let page = rustix::param::page_size();
         let usage = |e: PagerError| RestoreError::Usage(e.to_string());
@@ -307,13 +436,65 @@ impl Restore {
         output::check(&outputs, &inputs)
     }
 
-    /// The socket's path.
+    /// The socket's path (as given in [`RestoreOptions::socket`]).
+    ///
+    /// # Examples
+    /// ```
+    /// use herdless_pager::restore::{Restore, RestoreOptions};
+    /// let dir = std::env::temp_dir().join(format!("socket-path-{}", std::process::id()));
+    /// std::fs::create_dir_all(&dir)?;
+    /// std::fs::write(dir.join("vm.mem"), [0u8; 4096])?;
+    /// let restore = Restore::bind(RestoreOptions::new(dir.join("uffd.sock"), dir.join("vm.mem")))?;
+    /// println!("listening on {}", restore.socket_path().display());
+    /// assert_eq!(restore.socket_path(), dir.join("uffd.sock"));
+    /// drop(restore);
+    /// std::fs::remove_dir_all(&dir)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn socket_path(&self) -> &Path {
         &self.opts.socket
     }
 
     /// Accepts the VMM, takes its handoff and serves until it goes away;
-    /// the figures, or why it could not start.
+    /// the figures, or why it could not start. The socket file is removed
+    /// when it returns, either way. (A full restore: [`Restore`]'s
+    /// example.)
+    ///
+    /// # Errors
+    /// Before serving: [`RestoreError::AcceptTimeout`] (nobody connected
+    /// within [`RestoreOptions::accept_timeout`]),
+    /// [`RestoreError::HandoffTimeout`], [`RestoreError::ClosedBeforeHandoff`],
+    /// [`RestoreError::MessageTooLarge`], [`RestoreError::NoFileDescriptor`],
+    /// [`RestoreError::TooManyFileDescriptors`],
+    /// [`RestoreError::NotUserfaultfd`],
+    /// [`RestoreError::UserfaultfdNotInitialised`] (the message);
+    /// [`RestoreError::NotJson`], [`RestoreError::WrongShape`],
+    /// [`RestoreError::NoMappings`], [`RestoreError::Mapping`],
+    /// [`RestoreError::SizesExceedFile`] (the mappings);
+    /// [`RestoreError::Stopped`] (a signal while waiting, with
+    /// [`RestoreOptions::stop_on_signals`]); [`RestoreError::Pager`]
+    /// (the handler threads could not start); [`RestoreError::Io`] (a
+    /// system call of the wait failed).
+    /// [`RestoreError::leaves_vmm_waiting`] tells whether a VMM had
+    /// connected. Once serving, errors are the summary's
+    /// ([`RestoreSummary::errors`]), and the ending says why it stopped.
+    ///
+    /// # Examples
+    /// Nobody connects within the accept timeout:
+    /// ```
+    /// use std::time::Duration;
+    /// use herdless_pager::restore::{Restore, RestoreError, RestoreOptions};
+    /// let dir = std::env::temp_dir().join(format!("run-{}", std::process::id()));
+    /// std::fs::create_dir_all(&dir)?;
+    /// std::fs::write(dir.join("vm.mem"), [0u8; 4096])?;
+    /// let mut opts = RestoreOptions::new(dir.join("uffd.sock"), dir.join("vm.mem"));
+    /// opts.accept_timeout = Some(Duration::from_millis(10));
+    /// let e = Restore::bind(opts)?.run().err().unwrap();
+    /// assert!(matches!(e, RestoreError::AcceptTimeout(_)) && !e.leaves_vmm_waiting());
+    /// assert!(!dir.join("uffd.sock").exists());
+    /// std::fs::remove_dir_all(&dir)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn run(mut self) -> Result<RestoreSummary, RestoreError> {
         let (stream, _peer) = handoff::accept(
             &self.listener,
