@@ -203,6 +203,10 @@ fn a_signal_during_copy_all_stops_the_copy_removes_the_socket_and_writes_nothing
             "{case}: {copied} copied\n{out}"
         );
         assert_eq!(figure(&out, "faults served"), 0, "{case}: {out}");
+        assert!(
+            err.contains("note: the VMM that connected"),
+            "{case}: {err}"
+        );
         eprintln!("{case}, {copied} copied by the end");
         assert!(!files.dir.join("sock").exists(), "{case}: socket left");
         files.intact(&case, &[]);
@@ -222,7 +226,7 @@ fn a_signal_while_serving_ends_with_the_summary_and_writes_nothing() {
     let conn = mem.handoff(&handler.socket).unwrap();
     let bytes = files.kept[0].1.clone();
     mem.check_against(&bytes, 1, &|_| false).unwrap();
-    let (out, _) = stop_and_check(
+    let (out, err) = stop_and_check(
         "serving",
         &files,
         handler,
@@ -234,5 +238,6 @@ fn a_signal_while_serving_ends_with_the_summary_and_writes_nothing() {
         out.contains("16 pages copied") && out.contains("stopped by signal 15"),
         "{out}"
     );
+    assert!(err.contains("note: the VMM that connected"), "{err}");
     let _ = std::fs::remove_dir_all(&files.dir);
 }

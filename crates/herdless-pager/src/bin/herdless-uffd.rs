@@ -33,7 +33,15 @@ use herdless_pager::restore::{
 /// /dev/userfaultfd for the VMM; runs as any user that can read the
 /// memory file and reach the socket.
 #[derive(Debug, Parser)]
-#[command(name = "herdless-uffd", version, max_term_width = 100)]
+#[command(
+    name = "herdless-uffd",
+    version,
+    max_term_width = 100,
+    after_help = "Exit status: 0 served and clean; 3 served, some faults not from the file; \
+                  1 refused (why: one line on standard error); 2 usage error; 128 + N stopped \
+                  by signal N (SIGINT, SIGTERM: at any stage, the socket removed, nothing \
+                  written)."
+)]
 struct Cli {
     /// Unix socket to create and listen on (must not exist).
     socket: PathBuf,
@@ -187,6 +195,9 @@ fn main() -> ExitCode {
                 );
             }
             println!("{}", summary.line());
+            if matches!(summary.ending, Ending::Signal(_)) {
+                vmm_left_waiting();
+            }
             match summary.ending {
                 Ending::Signal(s) => by_signal(s),
                 Ending::HandlersFailed => ExitCode::from(1),
@@ -213,10 +224,15 @@ fn refused(e: &RestoreError) -> ExitCode {
         eprintln!("herdless-uffd: error: {e}");
     }
     if e.leaves_vmm_waiting() {
-        eprintln!(
-            "herdless-uffd: note: the VMM that connected has no page-fault handler now; \
-             if it resumed its VM, the VM hangs at its first page fault: stop it"
-        );
+        vmm_left_waiting();
     }
     signal.map_or(ExitCode::from(1), by_signal)
+}
+
+/// Says that the VMM which connected is left without a handler.
+fn vmm_left_waiting() {
+    eprintln!(
+        "herdless-uffd: note: the VMM that connected has no page-fault handler now; \
+         if it resumed its VM, the VM hangs at its first page fault: stop it"
+    );
 }
