@@ -7,6 +7,22 @@ use std::path::PathBuf;
 use thiserror::Error;
 
 /// What can go wrong building or running a [`Pager`](crate::Pager).
+///
+/// Each message is one line that says what to do; a bad option is refused
+/// by [`PagerBuilder::build`](crate::PagerBuilder::build) before anything
+/// is mapped, and errors met while serving are collected for
+/// [`Pager::take_errors`](crate::Pager::take_errors).
+///
+/// # Examples
+/// ```
+/// use herdless_pager::{Pager, PagerError};
+/// match Pager::builder(1 << 20).handlers(0).build() {
+///     Err(PagerError::NoHandlers) => {}
+///     other => panic!("expected NoHandlers, got {:?}", other.err()),
+/// }
+/// let e = Pager::builder(1 << 20).fault_around(1 << 30).build().err().unwrap();
+/// assert_eq!(e.to_string(), "the fault-around window 1073741824 is larger than the 2097152-byte maximum");
+/// ```
 #[derive(Debug, Error)]
 pub enum PagerError {
     /// The region length is zero.

@@ -25,21 +25,33 @@
 //! Needs userfaultfd (root, or see [`PagerError::UserfaultfdUnavailable`]);
 //! `examples/lazy_file.rs` is a complete program.
 //!
-//! ```no_run
-//! use herdless_pager::{FileSource, HandlerMode, Pager};
-//! let pager = Pager::builder(1 << 20)
-//!     .source(FileSource::open("/var/tmp/snapshot")?)
+//! ```
+//! use herdless_pager::{FileSource, HandlerMode, Pager, PagerError};
+//! # let snapshot = std::env::temp_dir().join(format!("snapshot-{}", std::process::id()));
+//! # std::fs::write(&snapshot, vec![42u8; 1 << 20])?;
+//! let built = Pager::builder(1 << 20)
+//!     .source(FileSource::open(&snapshot)?)
 //!     .fault_around(64 << 10)
 //!     .handlers(2)
 //!     .mode(HandlerMode::BlockingRead)
-//!     .build()?;
+//!     .build();
+//! # std::fs::remove_file(&snapshot)?;
+//! let pager = match built {
+//!     // This process may not use userfaultfd; the message says how to allow it.
+//!     Err(e @ PagerError::UserfaultfdUnavailable { .. }) => {
+//!         eprintln!("{e}");
+//!         return Ok(());
+//!     }
+//!     built => built?,
+//! };
 //! let mut first = [0u8; 16];
 //! pager.read(0, &mut first)?; // faults: page 0, and the neighbours cached
+//! assert_eq!(first, [42; 16]);
 //! pager.settle();
 //! let stats = pager.stats();
 //! assert!(stats.faults >= 1 && stats.pages_installed() >= 1);
 //! println!("{stats:?}");
-//! # Ok::<(), herdless_pager::PagerError>(())
+//! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
 //! # Contract (ARCHITECTURE contracts 9 and 10)

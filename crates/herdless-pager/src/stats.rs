@@ -131,6 +131,22 @@ impl Counters {
 /// Fault service latency: from the handler's read of the fault message to
 /// the faulting page filled and its thread woken (fault-around after that is
 /// not included). Quantiles are upper bounds (power-of-two buckets).
+///
+/// # Examples
+/// ```
+/// use herdless_pager::{Pager, PagerError};
+/// let pager = match Pager::builder(1 << 20).build() {
+///     Err(PagerError::UserfaultfdUnavailable { .. }) => return Ok(()), // not here: skip
+///     built => built?,
+/// };
+/// let mut b = [0u8];
+/// pager.read(0, &mut b)?;
+/// pager.settle();
+/// let l = pager.stats().latency;
+/// assert_eq!(l.count, 1);
+/// assert!(l.p50 <= l.p99 && l.max <= l.p99, "{l:?}"); // p99 is a bucket's upper bound
+/// # Ok::<(), PagerError>(())
+/// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Latency {
     /// Faults measured.
@@ -145,7 +161,25 @@ pub struct Latency {
     pub max: Duration,
 }
 
-/// What a pager has done so far.
+/// What a pager has done so far ([`Pager::stats`](crate::Pager::stats);
+/// `herdless-uffd`'s summary holds one too).
+///
+/// # Examples
+/// ```
+/// use herdless_pager::{MemSource, Pager, PagerError};
+/// let pager = match Pager::builder(1 << 20).source(MemSource::new(vec![1u8; 4096])).build() {
+///     Err(PagerError::UserfaultfdUnavailable { .. }) => return Ok(()), // not here: skip
+///     built => built?,
+/// };
+/// let mut b = [0u8];
+/// pager.read(0, &mut b)?; // the source's one page
+/// pager.read(512 << 10, &mut b)?; // far past the source's end: zeros
+/// pager.settle();
+/// let s = pager.stats();
+/// assert_eq!((s.faults, s.pages_on_demand, s.source_errors), (2, 1, 0));
+/// assert!(s.zero_pages >= 1);
+/// # Ok::<(), PagerError>(())
+/// ```
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct PagerStats {
     /// Fault messages read (`UFFD_EVENT_PAGEFAULT`), duplicates included.
@@ -206,6 +240,13 @@ pub struct PagerStats {
 
 impl PagerStats {
     /// Pages filled from the source, all causes.
+    ///
+    /// # Examples
+    /// ```
+    /// use herdless_pager::PagerStats;
+    /// let s = PagerStats { pages_on_demand: 3, pages_fault_around: 45, pages_prefetched: 2, zero_pages: 9, ..Default::default() };
+    /// assert_eq!(s.pages_installed(), 50); // zero pages are not from the source
+    /// ```
     pub fn pages_installed(&self) -> u64 {
         self.pages_on_demand
             + self.pages_fault_around
@@ -214,7 +255,16 @@ impl PagerStats {
     }
 
     /// Pages filled (from the source or with zeros) per fault message: 1 with
-    /// fault-around off, up to the window's page count with it on.
+    /// fault-around off, up to the window's page count with it on (0 before
+    /// the first fault).
+    ///
+    /// # Examples
+    /// ```
+    /// use herdless_pager::PagerStats;
+    /// let s = PagerStats { faults: 4, pages_on_demand: 4, pages_fault_around: 60, ..Default::default() };
+    /// assert_eq!(s.pages_per_fault(), 16.0);
+    /// assert_eq!(PagerStats::default().pages_per_fault(), 0.0);
+    /// ```
     pub fn pages_per_fault(&self) -> f64 {
         if self.faults == 0 {
             return 0.0;

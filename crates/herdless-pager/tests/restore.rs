@@ -402,25 +402,3 @@ fn the_vmm_going_away_ends_the_restore_even_with_its_connection_still_open() {
     assert!(out.contains("the VMM's memory went away"), "{out}");
     let _ = std::fs::remove_dir_all(dir);
 }
-
-#[test]
-fn sigterm_stops_the_handler_with_its_summary() {
-    let Some(mem) = guest_memory(&[16 * PAGE]) else {
-        return;
-    };
-    let dir = test_dir("sigterm");
-    let (memory, file) = memory_file(&dir, 16 * PAGE, 8);
-    let handler = start(&dir.join("sock"), &memory, &[]);
-    let conn = mem.handoff(&handler.socket).unwrap();
-    mem.check_against(&file, 1, &|_| false).unwrap();
-    let pid = rustix::process::Pid::from_raw(handler.child.id() as i32).unwrap();
-    rustix::process::kill_process(pid, rustix::process::Signal::TERM).unwrap();
-    let (status, out, err) = handler.finish();
-    drop(conn);
-    assert_eq!(status.code(), Some(128 + 15), "{out}\n{err}");
-    assert!(
-        out.contains("16 pages copied") && out.contains("stopped by signal 15"),
-        "{out}"
-    );
-    let _ = std::fs::remove_dir_all(dir);
-}

@@ -8,9 +8,10 @@
 
 mod restore_support;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
+use restore_support::files::Files;
 use restore_support::*;
 
 /// Runs `herdless-uffd args...` in `dir`, giving up on a VMM after a
@@ -27,61 +28,6 @@ fn run_in(dir: &Path, args: &[&str]) -> (Option<i32>, String) {
         out.status.code(),
         String::from_utf8_lossy(&out.stderr).into_owned(),
     )
-}
-
-/// The files of a snapshot directory, and their bytes.
-struct Files {
-    dir: PathBuf,
-    kept: Vec<(PathBuf, Vec<u8>)>,
-}
-
-impl Files {
-    /// `vm.mem` (1 MiB of a pattern), a trace of it (`ws.trace`), an old
-    /// figures file (`old.json`) and an existing socket path
-    /// (`taken.sock`, a plain file).
-    fn new(name: &str) -> Files {
-        let dir = test_dir(name);
-        let (mem, bytes) = memory_file(&dir, 1 << 20, 22);
-        let vm = dir.join("vm.mem");
-        std::fs::rename(&mem, &vm).unwrap();
-        let trace = herdless_pager::restore::Trace::from_offsets(
-            PAGE as u64,
-            bytes.len() as u64,
-            [0, 4096, 65536],
-        );
-        let mut files = Files {
-            dir,
-            kept: Vec::new(),
-        };
-        files.keep("vm.mem", bytes);
-        files.keep("ws.trace", trace.to_text().into_bytes());
-        files.keep("old.json", b"{\"faults\": 1}\n".to_vec());
-        files.keep("taken.sock", b"not a socket".to_vec());
-        files
-    }
-
-    fn keep(&mut self, name: &str, bytes: Vec<u8>) {
-        let path = self.dir.join(name);
-        std::fs::write(&path, &bytes).unwrap();
-        self.kept.push((path, bytes));
-    }
-
-    /// Every file is as it was, byte for byte, and nothing else is in the
-    /// directory but `allowed` (links made by the test).
-    fn intact(&self, case: &str, allowed: &[&str]) {
-        for (path, bytes) in &self.kept {
-            let now = std::fs::read(path).unwrap_or_else(|e| panic!("{case}: {path:?}: {e}"));
-            assert!(now == *bytes, "{case}: {path:?} changed");
-        }
-        for entry in std::fs::read_dir(&self.dir).unwrap() {
-            let name = entry.unwrap().file_name().to_string_lossy().into_owned();
-            let known = self.kept.iter().any(|(p, _)| p.ends_with(&name));
-            assert!(
-                known || allowed.contains(&name.as_str()),
-                "{case}: {name} was left behind"
-            );
-        }
-    }
 }
 
 #[test]

@@ -12,14 +12,17 @@
 //! handoff: one line on standard error says why) or its handlers failed;
 //! 2 for a usage error (an option's value or a combination that can never
 //! work, an output path naming an input or the other output); 128 + the
-//! signal on `SIGINT`/`SIGTERM`.
+//! signal on `SIGINT`/`SIGTERM`, at any stage (the socket removed, no
+//! output written).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::Parser;
-use herdless_pager::restore::{Ending, Populate, Restore, RestoreOptions, DEFAULT_SOCKET_MODE};
+use herdless_pager::restore::{
+    Ending, Populate, Restore, RestoreError, RestoreOptions, DEFAULT_SOCKET_MODE,
+};
 
 /// Serve a Firecracker snapshot's memory over the UFFD handoff.
 ///
@@ -30,7 +33,15 @@ use herdless_pager::restore::{Ending, Populate, Restore, RestoreOptions, DEFAULT
 /// /dev/userfaultfd for the VMM; runs as any user that can read the
 /// memory file and reach the socket.
 #[derive(Debug, Parser)]
-#[command(name = "herdless-uffd", version, max_term_width = 100)]
+#[command(
+    name = "herdless-uffd",
+    version,
+    max_term_width = 100,
+    after_help = "Exit status: 0 served and clean; 3 served, some faults not from the file; \
+                  1 refused (why: one line on standard error); 2 usage error; 128 + N stopped \
+                  by signal N (SIGINT, SIGTERM: at any stage, the socket removed, nothing \
+                  written)."
+)]
 struct Cli {
     /// Unix socket to create and listen on (must not exist).
     socket: PathBuf,
@@ -164,10 +175,7 @@ fn main() -> ExitCode {
     let restore = match Restore::bind(opts) {
         Ok(r) => r,
         Err(e) if e.is_usage() => return usage(e.to_string()),
-        Err(e) => {
-            eprintln!("herdless-uffd: error: {e}");
-            return ExitCode::from(1);
-        }
+        Err(e) => return refused(&e),
     };
     if !cli.quiet {
         eprintln!(
@@ -187,22 +195,44 @@ fn main() -> ExitCode {
                 );
             }
             println!("{}", summary.line());
+            if matches!(summary.ending, Ending::Signal(_)) {
+                vmm_left_waiting();
+            }
             match summary.ending {
-                Ending::Signal(s) => ExitCode::from((128 + s).clamp(0, 255) as u8),
+                Ending::Signal(s) => by_signal(s),
                 Ending::HandlersFailed => ExitCode::from(1),
                 Ending::VmmClosed | Ending::VmmGone if summary.clean() => ExitCode::SUCCESS,
                 Ending::VmmClosed | Ending::VmmGone => ExitCode::from(3),
             }
         }
-        Err(e) => {
-            eprintln!("herdless-uffd: error: {e}");
-            if e.leaves_vmm_waiting() {
-                eprintln!(
-                    "herdless-uffd: note: the VMM that connected has no page-fault handler now; \
-                     if it resumed its VM, the VM hangs at its first page fault: stop it"
-                );
-            }
-            ExitCode::from(1)
-        }
+        Err(e) => refused(&e),
     }
+}
+
+/// The exit status for a stop by `signal`: 128 + it, as a shell reports a
+/// process the signal killed.
+fn by_signal(signal: i32) -> ExitCode {
+    ExitCode::from((128 + signal).clamp(0, 255) as u8)
+}
+
+/// Says why the restore did not serve, and exits 1 (128 + N for a signal).
+fn refused(e: &RestoreError) -> ExitCode {
+    let signal = e.signal();
+    if signal.is_some() {
+        eprintln!("herdless-uffd: {e}");
+    } else {
+        eprintln!("herdless-uffd: error: {e}");
+    }
+    if e.leaves_vmm_waiting() {
+        vmm_left_waiting();
+    }
+    signal.map_or(ExitCode::from(1), by_signal)
+}
+
+/// Says that the VMM which connected is left without a handler.
+fn vmm_left_waiting() {
+    eprintln!(
+        "herdless-uffd: note: the VMM that connected has no page-fault handler now; \
+         if it resumed its VM, the VM hangs at its first page fault: stop it"
+    );
 }

@@ -32,6 +32,9 @@ impl Shared {
     /// skipped. A run a pending event deferred (module doc) calls
     /// `on_deferred`, with no claim or guard held, and is tried again if it
     /// returns true (else its unfilled pages are left missing).
+    /// Stops before the next run once [`stop_all`](Shared::stop_all) was
+    /// called (a signal stopping `herdless-uffd --copy-all` waits for one
+    /// run, not for the whole region).
     pub(crate) fn fill_pages(
         &self,
         pages: Range<usize>,
@@ -41,7 +44,7 @@ impl Shared {
         mut on_deferred: impl FnMut() -> bool,
     ) {
         let mut i = pages.start;
-        while i < pages.end {
+        while i < pages.end && !self.stopping() {
             let first = i;
             let deferred = {
                 let _fill = self.fence.before_fill();

@@ -61,13 +61,42 @@ pub const DEFAULT_FAULT_AROUND: usize = 64 << 10;
 /// The largest fault-around window: 2 MiB, one page table of 4 KiB pages,
 /// the kernel's own cap on `fault_around_bytes`. A window larger than the
 /// region is served as the region (rounded up to a power of two).
+///
+/// # Examples
+/// A larger window is refused before anything is mapped:
+/// ```
+/// use herdless_pager::{Pager, PagerError, MAX_FAULT_AROUND};
+/// let e = Pager::builder(1 << 20).fault_around(2 * MAX_FAULT_AROUND).build();
+/// assert!(matches!(e, Err(PagerError::WindowTooLarge { max: MAX_FAULT_AROUND, .. })));
+/// ```
 pub const MAX_FAULT_AROUND: usize = 2 << 20;
 
 /// The most handler threads a pager starts. They all wait on one
 /// userfaultfd; past a few per CPU they only contend.
+///
+/// # Examples
+/// More are refused before anything is mapped:
+/// ```
+/// use herdless_pager::{Pager, PagerError, MAX_HANDLERS};
+/// let e = Pager::builder(1 << 20).handlers(MAX_HANDLERS + 1).build();
+/// assert!(matches!(e, Err(PagerError::TooManyHandlers { max: MAX_HANDLERS, .. })));
+/// ```
 pub const MAX_HANDLERS: usize = 1024;
 
 /// How handler threads wait for faults (seed 000).
+///
+/// # Examples
+/// ```
+/// use herdless_pager::{HandlerMode, Pager, PagerError};
+/// let pager = match Pager::builder(1 << 20).mode(HandlerMode::Poll).handlers(2).build() {
+///     Err(PagerError::UserfaultfdUnavailable { .. }) => return Ok(()), // not here: skip
+///     built => built?,
+/// };
+/// let mut byte = [1u8];
+/// pager.read(4096, &mut byte)?; // a fault, served by one of the two pollers
+/// assert_eq!(byte, [0]);
+/// # Ok::<(), PagerError>(())
+/// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum HandlerMode {
     /// Block in `read()`: the kernel wakes one reader per message
@@ -82,6 +111,37 @@ pub enum HandlerMode {
 
 /// A region of memory filled on demand from a [`PageSource`](crate::PageSource) by handler
 /// threads, with fault-around. See the crate documentation.
+///
+/// Built with [`Pager::builder`]; read through [`read`](Self::read) or the
+/// pointer [`as_ptr`](Self::as_ptr); dropped once nothing touches it
+/// (module doc of `pager/mod.rs`: the handlers are stopped and joined, the
+/// region unmapped).
+///
+/// # Examples
+/// A megabyte served from bytes in memory, with a 64 KiB fault-around
+/// window; where this process may not use userfaultfd (not root,
+/// `vm.unprivileged_userfaultfd=0`) building says so, and the example
+/// stops there:
+/// ```
+/// use herdless_pager::{MemSource, Pager, PagerError};
+/// let bytes: Vec<u8> = (0..1 << 20).map(|i| (i % 251) as u8).collect();
+/// let built = Pager::builder(1 << 20)
+///     .source(MemSource::new(bytes.clone()))
+///     .fault_around(64 << 10)
+///     .build();
+/// let pager = match built {
+///     Err(e @ PagerError::UserfaultfdUnavailable { .. }) => {
+///         eprintln!("skipped: {e}");
+///         return Ok(());
+///     }
+///     built => built?,
+/// };
+/// let mut buf = [0u8; 100];
+/// pager.read(70_000, &mut buf)?; // one fault fills the window holding it
+/// assert_eq!(buf[..], bytes[70_000..70_100]);
+/// assert_eq!(pager.stats().faults, 1);
+/// # Ok::<(), PagerError>(())
+/// ```
 pub struct Pager {
     shared: Arc<Shared>,
     handlers: Vec<JoinHandle<()>>,
@@ -94,7 +154,27 @@ pub struct Pager {
 }
 
 impl Pager {
-    /// A builder for a region of `len` bytes (a multiple of the page size).
+    /// A builder for a region of `len` bytes (a multiple of the page size;
+    /// checked by [`build`](PagerBuilder::build)): zeros, a 64 KiB
+    /// fault-around window, one blocking handler, until its options say
+    /// otherwise.
+    ///
+    /// # Examples
+    /// ```
+    /// use herdless_pager::{HandlerMode, Pager, PagerError, ZeroSource};
+    /// let built = Pager::builder(1 << 20)
+    ///     .source(ZeroSource::new(1 << 20))
+    ///     .fault_around(4096) // one page: fault-around off
+    ///     .handlers(2)
+    ///     .mode(HandlerMode::BlockingRead)
+    ///     .build();
+    /// let pager = match built {
+    ///     Err(PagerError::UserfaultfdUnavailable { .. }) => return Ok(()), // not here: skip
+    ///     built => built?,
+    /// };
+    /// assert_eq!(pager.fault_around_bytes(), 4096);
+    /// # Ok::<(), PagerError>(())
+    /// ```
     pub fn builder(len: usize) -> PagerBuilder {
         PagerBuilder {
             len,
@@ -110,31 +190,102 @@ impl Pager {
 
     /// The region's first byte. Reads and writes through it are served by
     /// the pager; the pointer must not be used after the pager is dropped.
+    ///
+    /// # Examples
+    /// ```
+    /// use herdless_pager::{MemSource, Pager, PagerError};
+    /// let pager = match Pager::builder(1 << 20).source(MemSource::new(vec![7u8; 1 << 20])).build() {
+    ///     Err(PagerError::UserfaultfdUnavailable { .. }) => return Ok(()), // not here: skip
+    ///     built => built?,
+    /// };
+    /// let p = pager.as_ptr();
+    /// // SAFETY: inside the region, which `pager` keeps mapped; no Rust
+    /// // reference to it exists.
+    /// let first = unsafe { p.read_volatile() }; // faults; served from the source
+    /// unsafe { p.add(1).write_volatile(9) }; // a write faults the same way
+    /// assert_eq!((first, unsafe { p.add(1).read_volatile() }), (7, 9));
+    /// # Ok::<(), PagerError>(())
+    /// ```
     pub fn as_ptr(&self) -> *mut u8 {
         self.region.ptr
     }
 
     /// The region's length in bytes.
+    ///
+    /// # Examples
+    /// ```
+    /// use herdless_pager::{Pager, PagerError};
+    /// let pager = match Pager::builder(1 << 20).build() {
+    ///     Err(PagerError::UserfaultfdUnavailable { .. }) => return Ok(()), // not here: skip
+    ///     built => built?,
+    /// };
+    /// assert_eq!(pager.len(), 1 << 20);
+    /// # Ok::<(), PagerError>(())
+    /// ```
     pub fn len(&self) -> usize {
         self.region.len
     }
 
     /// Always false: a pager serves at least one page.
+    ///
+    /// # Examples
+    /// ```
+    /// use herdless_pager::{Pager, PagerError};
+    /// let pager = match Pager::builder(1 << 20).build() {
+    ///     Err(PagerError::UserfaultfdUnavailable { .. }) => return Ok(()), // not here: skip
+    ///     built => built?,
+    /// };
+    /// assert!(!pager.is_empty());
+    /// # Ok::<(), PagerError>(())
+    /// ```
     pub fn is_empty(&self) -> bool {
         false
     }
 
     /// The page size.
+    ///
+    /// # Examples
+    /// ```
+    /// use herdless_pager::{Pager, PagerError};
+    /// let pager = match Pager::builder(1 << 20).build() {
+    ///     Err(PagerError::UserfaultfdUnavailable { .. }) => return Ok(()), // not here: skip
+    ///     built => built?,
+    /// };
+    /// assert_eq!(pager.page_size(), rustix::param::page_size());
+    /// # Ok::<(), PagerError>(())
+    /// ```
     pub fn page_size(&self) -> usize {
         self.shared.page
     }
 
     /// The fault-around window in bytes.
+    ///
+    /// # Examples
+    /// ```
+    /// use herdless_pager::{Pager, PagerError};
+    /// let pager = match Pager::builder(1 << 20).build() {
+    ///     Err(PagerError::UserfaultfdUnavailable { .. }) => return Ok(()), // not here: skip
+    ///     built => built?,
+    /// };
+    /// assert_eq!(pager.fault_around_bytes(), herdless_pager::DEFAULT_FAULT_AROUND);
+    /// # Ok::<(), PagerError>(())
+    /// ```
     pub fn fault_around_bytes(&self) -> usize {
         self.shared.window_pages * self.shared.page
     }
 
     /// Whether the pager runs in minor-fault mode.
+    ///
+    /// # Examples
+    /// ```
+    /// use herdless_pager::{Pager, PagerError};
+    /// let pager = match Pager::builder(1 << 20).build() {
+    ///     Err(PagerError::UserfaultfdUnavailable { .. }) => return Ok(()), // not here: skip
+    ///     built => built?,
+    /// };
+    /// assert!(!pager.is_minor()); // not asked for (PagerBuilder::minor_faults)
+    /// # Ok::<(), PagerError>(())
+    /// ```
     pub fn is_minor(&self) -> bool {
         self.shared.minor
     }
@@ -156,6 +307,27 @@ impl Pager {
 
     /// Copies `buf.len()` bytes of the region from `offset` into `buf`,
     /// faulting pages in as needed. Must not be called from a `PageSource`.
+    ///
+    /// # Errors
+    /// [`PagerError::BadRange`] if `offset..offset + buf.len()` is not
+    /// inside the region. (A page the source failed to read is poisoned:
+    /// the copy then raises `SIGBUS`, as reading a failed `mmap`ed file
+    /// would.)
+    ///
+    /// # Examples
+    /// ```
+    /// use herdless_pager::{MemSource, Pager, PagerError};
+    /// let src = MemSource::new(b"hello, pager".to_vec()); // shorter than the region
+    /// let pager = match Pager::builder(1 << 20).source(src).build() {
+    ///     Err(PagerError::UserfaultfdUnavailable { .. }) => return Ok(()), // not here: skip
+    ///     built => built?,
+    /// };
+    /// let mut buf = [0xffu8; 14];
+    /// pager.read(0, &mut buf)?;
+    /// assert_eq!(&buf, b"hello, pager\0\0"); // zeros past the source's end
+    /// assert!(matches!(pager.read(1 << 20, &mut buf), Err(PagerError::BadRange { .. })));
+    /// # Ok::<(), PagerError>(())
+    /// ```
     pub fn read(&self, offset: usize, buf: &mut [u8]) -> Result<(), PagerError> {
         self.check_range(offset, buf.len(), false)?;
         // SAFETY: the range is inside the mapping, which lives as long as
@@ -171,6 +343,28 @@ impl Pager {
     /// Discards `[offset, offset + len)` (page-aligned) with
     /// `MADV_DONTNEED`: it reads as zeros afterwards (in minor mode, as the
     /// file's current bytes) and fault-around never brings it back.
+    ///
+    /// # Errors
+    /// [`PagerError::BadRange`] if the range is not page-aligned inside the
+    /// region; [`PagerError::Syscall`] if `madvise` fails.
+    ///
+    /// # Examples
+    /// ```
+    /// use herdless_pager::{MemSource, Pager, PagerError};
+    /// let pager = match Pager::builder(1 << 20).source(MemSource::new(vec![5u8; 1 << 20])).build() {
+    ///     Err(PagerError::UserfaultfdUnavailable { .. }) => return Ok(()), // not here: skip
+    ///     built => built?,
+    /// };
+    /// let page = pager.page_size();
+    /// let mut b = [0u8];
+    /// pager.read(0, &mut b)?;
+    /// assert_eq!(b, [5]);
+    /// pager.discard(0, page)?;
+    /// pager.settle();
+    /// pager.read(0, &mut b)?;
+    /// assert_eq!(b, [0]); // discarded: zeros, never the source again
+    /// # Ok::<(), PagerError>(())
+    /// ```
     pub fn discard(&self, offset: usize, len: usize) -> Result<(), PagerError> {
         self.check_range(offset, len, true)?;
         if len == 0 {
@@ -197,6 +391,29 @@ impl Pager {
     /// Fills the missing pages of `[offset, offset + len)` (page-aligned)
     /// from the calling thread, as a background copier would (post-copy
     /// migration), racing the handlers safely; returns the pages it filled.
+    /// Pages a fault or an earlier call filled, or a discard took, are
+    /// skipped.
+    ///
+    /// # Errors
+    /// [`PagerError::BadRange`] if the range is not page-aligned inside the
+    /// region. (A page the source fails to read is poisoned, as its fault
+    /// would have it, and the error reported to
+    /// [`take_errors`](Self::take_errors).)
+    ///
+    /// # Examples
+    /// ```
+    /// use herdless_pager::{MemSource, Pager, PagerError};
+    /// let pager = match Pager::builder(1 << 20).source(MemSource::new(vec![3u8; 1 << 20])).build() {
+    ///     Err(PagerError::UserfaultfdUnavailable { .. }) => return Ok(()), // not here: skip
+    ///     built => built?,
+    /// };
+    /// let pages = (pager.len() / pager.page_size()) as u64;
+    /// assert_eq!(pager.populate(0, pager.len())?, pages);
+    /// let mut b = [0u8];
+    /// pager.read(12345, &mut b)?; // there already: no fault
+    /// assert_eq!((b[0], pager.stats().faults), (3, 0));
+    /// # Ok::<(), PagerError>(())
+    /// ```
     pub fn populate(&self, offset: usize, len: usize) -> Result<u64, PagerError> {
         self.check_range(offset, len, true)?;
         let sh = &*self.shared;
@@ -219,6 +436,21 @@ impl Pager {
     /// racing fill may have resurrected (see `handler/discard.rs`). Call it once the
     /// threads that fault and discard are done: every discarded page then
     /// reads as zeros. It only waits on handlers, which never wait on it.
+    ///
+    /// # Examples
+    /// ```
+    /// use herdless_pager::{Pager, PagerError};
+    /// let pager = match Pager::builder(1 << 20).build() {
+    ///     Err(PagerError::UserfaultfdUnavailable { .. }) => return Ok(()), // not here: skip
+    ///     built => built?,
+    /// };
+    /// let mut b = [0u8];
+    /// pager.read(0, &mut b)?;
+    /// pager.discard(0, pager.page_size())?;
+    /// pager.settle(); // the discard applied: the figures are final
+    /// assert_eq!(pager.stats().pages_discarded, 1);
+    /// # Ok::<(), PagerError>(())
+    /// ```
     pub fn settle(&self) {
         let c = &self.shared.counters;
         loop {
@@ -245,12 +477,57 @@ impl Pager {
     /// woke the faulting thread, so while handlers run this is a little
     /// behind; after [`Pager::settle`], once the faulting threads are done,
     /// it is exact.
+    ///
+    /// # Examples
+    /// ```
+    /// use herdless_pager::{Pager, PagerError};
+    /// let pager = match Pager::builder(1 << 20).build() {
+    ///     Err(PagerError::UserfaultfdUnavailable { .. }) => return Ok(()), // not here: skip
+    ///     built => built?,
+    /// };
+    /// let mut b = [0u8; 10];
+    /// pager.read(0, &mut b)?;
+    /// pager.settle();
+    /// let s = pager.stats();
+    /// assert_eq!(s.faults, 1);
+    /// assert!(s.pages_installed() + s.zero_pages >= 1); // the window's pages
+    /// # Ok::<(), PagerError>(())
+    /// ```
     pub fn stats(&self) -> PagerStats {
         self.shared.counters.snapshot(&self.shared.per_handler)
     }
 
     /// Takes the errors handlers have reported so far (source read
     /// failures, a handler touching the region, failed system calls).
+    ///
+    /// # Examples
+    /// A source that fails past its first page: filling the second page
+    /// poisons it (an access there would raise `SIGBUS`, as reading a
+    /// failed `mmap`ed file does) and reports the error here.
+    /// ```
+    /// use herdless_pager::{PageSource, Pager, PagerError};
+    /// struct Flaky;
+    /// impl PageSource for Flaky {
+    ///     fn len(&self) -> u64 { 1 << 20 }
+    ///     fn read_at(&self, offset: u64, buf: &mut [u8]) -> std::io::Result<()> {
+    ///         if offset < 4096 { buf.fill(1); Ok(()) } else { Err(std::io::Error::other("disk gone")) }
+    ///     }
+    /// }
+    /// let pager = match Pager::builder(1 << 20).source(Flaky).fault_around(4096).build() {
+    ///     Err(PagerError::UserfaultfdUnavailable { .. }) => return Ok(()), // not here: skip
+    ///     built => built?,
+    /// };
+    /// let mut b = [0u8];
+    /// pager.read(0, &mut b)?; // page 0 reads fine
+    /// assert_eq!(b, [1]);
+    /// assert!(pager.take_errors().is_empty());
+    /// let page = pager.page_size();
+    /// assert_eq!(pager.populate(page, page)?, 0);
+    /// let errors = pager.take_errors();
+    /// assert!(matches!(errors[..], [PagerError::SourceRead { .. }]), "{errors:?}");
+    /// assert!(pager.take_errors().is_empty()); // taken
+    /// # Ok::<(), PagerError>(())
+    /// ```
     pub fn take_errors(&self) -> Vec<PagerError> {
         self.shared
             .errors

@@ -11,6 +11,31 @@ use thiserror::Error;
 use crate::PagerError;
 
 /// Why a restore could not start (or stopped).
+///
+/// Each message is the one line `herdless-uffd` prints;
+/// [`is_usage`](Self::is_usage) (exit 2), [`signal`](Self::signal) (exit
+/// 128 + N) and [`leaves_vmm_waiting`](Self::leaves_vmm_waiting) (a VM now
+/// hangs) sort them.
+///
+/// # Examples
+/// ```
+/// use herdless_pager::restore::{Restore, RestoreError, RestoreOptions};
+/// let dir = std::env::temp_dir().join(format!("restore-error-{}", std::process::id()));
+/// std::fs::create_dir_all(&dir)?;
+/// std::fs::write(dir.join("taken.sock"), "a file")?;
+/// std::fs::write(dir.join("vm.mem"), [0u8; 4096])?;
+/// let opts = RestoreOptions::new(dir.join("taken.sock"), dir.join("vm.mem"));
+/// match Restore::bind(opts) {
+///     Err(e @ RestoreError::SocketExists { .. }) => {
+///         assert!(e.to_string().ends_with("remove it first (it is never deleted for you)"));
+///         assert!(!e.is_usage() && !e.leaves_vmm_waiting() && e.signal().is_none());
+///     }
+///     other => panic!("expected SocketExists, got {:?}", other.err()),
+/// }
+/// assert_eq!(std::fs::read(dir.join("taken.sock"))?, b"a file"); // untouched
+/// std::fs::remove_dir_all(&dir)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug, Error)]
 pub enum RestoreError {
     /// A pager option is out of range (window, handler count) or serving
@@ -148,6 +173,18 @@ pub enum RestoreError {
         /// The memory file's length.
         file_len: u64,
     },
+    /// `SIGINT` or `SIGTERM` (with
+    /// [`stop_on_signals`](super::RestoreOptions::stop_on_signals)) before
+    /// serving began; the socket, if it was created, is removed and no
+    /// output written. (A signal once serving has begun ends it with an
+    /// [`Ending::Signal`](super::Ending::Signal) summary instead.)
+    #[error("stopped by signal {signal} while {during}")]
+    Stopped {
+        /// The signal's number.
+        signal: i32,
+        /// What the restore was doing.
+        during: StoppedDuring,
+    },
     /// A system call of the handoff or of the serving loop failed.
     #[error("{what}: {source}")]
     Io {
@@ -156,6 +193,36 @@ pub enum RestoreError {
         /// Why.
         source: io::Error,
     },
+}
+
+/// What a restore was doing when a signal stopped it before serving
+/// ([`RestoreError::Stopped`]).
+///
+/// # Examples
+/// ```
+/// use herdless_pager::restore::{RestoreError, StoppedDuring};
+/// let e = RestoreError::Stopped { signal: 15, during: StoppedDuring::WaitingForTheVmm };
+/// assert_eq!(e.to_string(), "stopped by signal 15 while waiting for the VMM to connect");
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StoppedDuring {
+    /// Reading the memory file into the page cache (`--populate`,
+    /// `--copy-all`, `--prefetch`), before the socket is created.
+    ReadingAhead,
+    /// Listening, before any VMM connected.
+    WaitingForTheVmm,
+    /// Connected to a VMM, waiting for its handoff message.
+    WaitingForTheHandoff,
+}
+
+impl std::fmt::Display for StoppedDuring {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            StoppedDuring::ReadingAhead => "reading the memory file ahead",
+            StoppedDuring::WaitingForTheVmm => "waiting for the VMM to connect",
+            StoppedDuring::WaitingForTheHandoff => "waiting for the VMM's handoff message",
+        })
+    }
 }
 
 impl RestoreError {
@@ -184,6 +251,15 @@ impl RestoreError {
     /// with nobody to serve its faults and hangs at the first one. Whoever
     /// started the restore must stop it (the handler's exit status 1 is
     /// the signal to watch).
+    ///
+    /// # Examples
+    /// ```
+    /// use herdless_pager::restore::{RestoreError, StoppedDuring};
+    /// assert!(RestoreError::NoMappings.leaves_vmm_waiting()); // the VMM sent a bad message
+    /// assert!(!RestoreError::AcceptTimeout(std::time::Duration::from_secs(1)).leaves_vmm_waiting());
+    /// let waiting = StoppedDuring::WaitingForTheHandoff; // connected, then stopped
+    /// assert!(RestoreError::Stopped { signal: 2, during: waiting }.leaves_vmm_waiting());
+    /// ```
     pub fn leaves_vmm_waiting(&self) -> bool {
         !matches!(
             self,
@@ -195,7 +271,29 @@ impl RestoreError {
                 | RestoreError::Socket { .. }
                 | RestoreError::Trace { .. }
                 | RestoreError::AcceptTimeout(_)
+                | RestoreError::Stopped {
+                    during: StoppedDuring::ReadingAhead | StoppedDuring::WaitingForTheVmm,
+                    ..
+                }
         )
+    }
+
+    /// The signal that stopped the restore before it served
+    /// ([`RestoreError::Stopped`]), if that is what this is:
+    /// `herdless-uffd` exits 128 + it.
+    ///
+    /// # Examples
+    /// ```
+    /// use herdless_pager::restore::{RestoreError, StoppedDuring};
+    /// let e = RestoreError::Stopped { signal: 15, during: StoppedDuring::ReadingAhead };
+    /// assert_eq!(e.signal(), Some(15));
+    /// assert_eq!(RestoreError::NoFileDescriptor.signal(), None);
+    /// ```
+    pub fn signal(&self) -> Option<i32> {
+        match self {
+            RestoreError::Stopped { signal, .. } => Some(*signal),
+            _ => None,
+        }
     }
 
     pub(crate) fn io(what: &'static str, source: impl Into<io::Error>) -> Self {

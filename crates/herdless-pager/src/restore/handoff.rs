@@ -22,11 +22,21 @@ use rustix::event::{poll, PollFd, PollFlags, Timespec};
 use rustix::io::Errno;
 use rustix::net::{RecvAncillaryBuffer, RecvAncillaryMessage, RecvFlags, ReturnFlags};
 
-use super::{Log, RestoreError};
+use super::signals::Signals;
+use super::socket_file::SocketFile;
+use super::{Log, RestoreError, StoppedDuring};
 use crate::uffd::Uffd;
 
 /// The largest handoff message read (a mapping list is a few hundred bytes
-/// per region).
+/// per region); a longer one is refused
+/// ([`RestoreError::MessageTooLarge`]).
+///
+/// # Examples
+/// ```
+/// use herdless_pager::restore::{RestoreError, MAX_MESSAGE};
+/// let e = RestoreError::MessageTooLarge { max: MAX_MESSAGE };
+/// assert_eq!(e.to_string(), "the handoff message exceeds 1048576 bytes");
+/// ```
 pub const MAX_MESSAGE: usize = 1 << 20;
 
 /// Descriptors a message may carry before the handler calls it too many
@@ -34,7 +44,14 @@ pub const MAX_MESSAGE: usize = 1 << 20;
 const FDS_SEEN: usize = 4;
 
 /// Who is on the other end of a connection (`SO_PEERCRED`: as of its
-/// `connect`).
+/// `connect`), as the log lines name it.
+///
+/// # Examples
+/// ```
+/// use herdless_pager::restore::Peer;
+/// let p = Peer { pid: 4242, uid: 123, gid: 123 };
+/// assert_eq!(format!("connection from {p}"), "connection from pid 4242 uid 123 gid 123");
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Peer {
     /// Process id.
@@ -55,8 +72,10 @@ impl std::fmt::Display for Peer {
 /// broader for an instant: the process umask is narrowed around `bind`),
 /// and listens on it. Refuses a path that exists. The umask is the
 /// process's: a file another thread creates during the `bind` gets the
-/// narrow one too (the binary binds before it starts any thread).
-pub(crate) fn listen(path: &Path, mode: u32) -> Result<UnixListener, RestoreError> {
+/// narrow one too (the binary binds before it starts any thread). The
+/// socket file is removed when the returned [`SocketFile`] is dropped, a
+/// failure after the `bind` included.
+pub(crate) fn listen(path: &Path, mode: u32) -> Result<(UnixListener, SocketFile), RestoreError> {
     let sock = |what, source| RestoreError::Socket {
         path: path.to_path_buf(),
         what,
@@ -73,12 +92,13 @@ pub(crate) fn listen(path: &Path, mode: u32) -> Result<UnixListener, RestoreErro
     let bound = UnixListener::bind(path);
     rustix::process::umask(old);
     let listener = bound.map_err(|e| sock("bind", e))?;
+    let file = SocketFile::created(path);
     rustix::fs::chmod(path, rustix::fs::Mode::from_bits_truncate(mode))
         .map_err(|e| sock("chmod", e.into()))?;
     listener
         .set_nonblocking(true)
         .map_err(|e| sock("set non-blocking", e))?;
-    Ok(listener)
+    Ok((listener, file))
 }
 
 /// The credentials of `stream`'s peer.
@@ -91,9 +111,21 @@ pub(crate) fn peer_of(stream: &UnixStream) -> io::Result<Peer> {
     })
 }
 
-/// Waits for `fd` to be readable until `deadline` (`None`: forever);
-/// false on timeout.
-fn wait_readable(fd: impl AsFd, deadline: Option<Instant>) -> io::Result<bool> {
+/// What [`wait_readable`] saw.
+enum Wait {
+    Readable,
+    TimedOut,
+    /// A signal arrived (taken off the queue).
+    Signal(i32),
+}
+
+/// Waits for `fd` to be readable until `deadline` (`None`: forever), or
+/// for one of `signals`; a pending signal wins over a readable `fd`.
+fn wait_readable(
+    fd: impl AsFd,
+    deadline: Option<Instant>,
+    signals: Option<&Signals>,
+) -> io::Result<Wait> {
     loop {
         let timeout = deadline.map(|d| {
             let left = d.saturating_duration_since(Instant::now());
@@ -102,12 +134,22 @@ fn wait_readable(fd: impl AsFd, deadline: Option<Instant>) -> io::Result<bool> {
                 tv_nsec: i64::from(left.subsec_nanos()),
             }
         });
-        let mut fds = [PollFd::new(&fd, PollFlags::IN)];
+        let mut fds = vec![PollFd::new(&fd, PollFlags::IN)];
+        if let Some(s) = signals {
+            fds.push(PollFd::new(s, PollFlags::IN));
+        }
         match poll(&mut fds, timeout.as_ref()) {
-            Ok(0) => return Ok(false),
-            Ok(_) => return Ok(true),
+            Ok(0) => return Ok(Wait::TimedOut),
+            Ok(_) => {}
             Err(Errno::INTR) => continue,
             Err(e) => return Err(e.into()),
+        }
+        let signalled = fds.get(1).is_some_and(|f| !f.revents().is_empty());
+        if let Some(signal) = signals.filter(|_| signalled).and_then(Signals::take) {
+            return Ok(Wait::Signal(signal));
+        }
+        if !fds[0].revents().is_empty() {
+            return Ok(Wait::Readable);
         }
     }
 }
@@ -115,17 +157,28 @@ fn wait_readable(fd: impl AsFd, deadline: Option<Instant>) -> io::Result<bool> {
 /// Accepts the VMM's connection, waiting at most `timeout` (`None`:
 /// forever). Each peer's credentials are logged; with `allow_uid`, a peer
 /// of another user is turned away before anything is read from it, and the
-/// wait goes on.
+/// wait goes on. A signal of `signals` ends the wait
+/// ([`RestoreError::Stopped`]).
 pub(crate) fn accept(
     listener: &UnixListener,
     timeout: Option<Duration>,
     allow_uid: Option<u32>,
     log: &Log,
+    signals: Option<&Signals>,
 ) -> Result<(UnixStream, Peer), RestoreError> {
     let deadline = timeout.map(|t| Instant::now() + t);
     loop {
-        if !wait_readable(listener, deadline).map_err(|e| RestoreError::io("poll(socket)", e))? {
-            return Err(RestoreError::AcceptTimeout(timeout.unwrap_or_default()));
+        match wait_readable(listener, deadline, signals)
+            .map_err(|e| RestoreError::io("poll(socket)", e))?
+        {
+            Wait::Readable => {}
+            Wait::TimedOut => return Err(RestoreError::AcceptTimeout(timeout.unwrap_or_default())),
+            Wait::Signal(signal) => {
+                return Err(RestoreError::Stopped {
+                    signal,
+                    during: StoppedDuring::WaitingForTheVmm,
+                })
+            }
         }
         let stream = match listener.accept() {
             Ok((s, _)) => s,
@@ -152,10 +205,12 @@ pub(crate) fn accept(
 }
 
 /// Receives the handoff message on `stream`: its body (the mapping list)
-/// and the one userfaultfd it carries, within `timeout`.
+/// and the one userfaultfd it carries, within `timeout`. A signal of
+/// `signals` ends the wait ([`RestoreError::Stopped`]).
 pub(crate) fn receive(
     stream: &UnixStream,
     timeout: Duration,
+    signals: Option<&Signals>,
 ) -> Result<(Vec<u8>, OwnedFd), RestoreError> {
     let deadline = Instant::now() + timeout;
     stream
@@ -166,8 +221,17 @@ pub(crate) fn receive(
     let mut truncated_fds = false;
     let mut chunk = vec![0u8; 64 << 10];
     loop {
-        if !wait_readable(stream, Some(deadline)).map_err(|e| RestoreError::io("poll", e))? {
-            return Err(RestoreError::HandoffTimeout(timeout));
+        match wait_readable(stream, Some(deadline), signals)
+            .map_err(|e| RestoreError::io("poll", e))?
+        {
+            Wait::Readable => {}
+            Wait::TimedOut => return Err(RestoreError::HandoffTimeout(timeout)),
+            Wait::Signal(signal) => {
+                return Err(RestoreError::Stopped {
+                    signal,
+                    during: StoppedDuring::WaitingForTheHandoff,
+                })
+            }
         }
         let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(FDS_SEEN))];
         let mut control = RecvAncillaryBuffer::new(&mut space);

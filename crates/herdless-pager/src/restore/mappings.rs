@@ -39,7 +39,16 @@ struct Wire {
     page_size_kib: Option<u64>,
 }
 
-/// One checked mapping.
+/// One checked mapping (from [`parse`]).
+///
+/// # Examples
+/// ```
+/// use herdless_pager::restore::mappings::{self, GuestMapping};
+/// let msg = br#"[{"base_host_virt_addr": 1073741824, "size": 8192, "offset": 4096, "page_size": 4096}]"#;
+/// let m = mappings::parse(msg, 16384, 4096)?;
+/// assert_eq!(m, [GuestMapping { base: 1 << 30, size: 8192, offset: 4096, page_size: 4096 }]);
+/// # Ok::<(), herdless_pager::restore::RestoreError>(())
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct GuestMapping {
     /// The region's first byte in the VMM's address space.
@@ -53,14 +62,57 @@ pub struct GuestMapping {
 }
 
 /// The page size of a hugetlbfs region served besides the host's: 2 MiB.
+///
+/// # Examples
+/// A region of Firecracker's `"huge_pages": "2M"`:
+/// ```
+/// use herdless_pager::restore::mappings::{self, HUGE_PAGE};
+/// let msg = br#"[{"base_host_virt_addr": 1073741824, "size": 4194304, "offset": 0, "page_size": 2097152}]"#;
+/// assert_eq!(mappings::parse(msg, 4 << 20, 4096)?[0].page_size, HUGE_PAGE);
+/// # Ok::<(), herdless_pager::restore::RestoreError>(())
+/// ```
 pub const HUGE_PAGE: usize = crate::space::HUGE_PAGE;
 
 /// The most mappings a message may list (Firecracker sends one per guest
 /// memory region: a handful).
+///
+/// # Examples
+/// ```
+/// use herdless_pager::restore::{mappings, RestoreError};
+/// let one = r#"{"base_host_virt_addr": 0, "size": 4096, "offset": 0}"#;
+/// let many = format!("[{}]", vec![one; mappings::MAX_MAPPINGS + 1].join(","));
+/// let e = mappings::parse(many.as_bytes(), 1 << 40, 4096).err().unwrap();
+/// assert!(matches!(e, RestoreError::WrongShape(_)), "{e}");
+/// ```
 pub const MAX_MAPPINGS: usize = 4096;
 
 /// Parses the handoff message `body` and checks it against a memory file
-/// of `file_len` bytes, served in pages of `host_page` bytes.
+/// of `file_len` bytes, served in pages of `host_page` bytes (module doc:
+/// what is accepted and what is refused).
+///
+/// # Errors
+/// [`RestoreError::NotJson`] (not JSON, or not UTF-8),
+/// [`RestoreError::WrongShape`] (JSON, but not a list of mappings, or
+/// more than [`MAX_MAPPINGS`]), [`RestoreError::NoMappings`] (an empty
+/// list), [`RestoreError::Mapping`] (one mapping unusable: its index and
+/// why), [`RestoreError::SizesExceedFile`] (more bytes than the file).
+///
+/// # Examples
+/// Firecracker's message for a guest of two regions around the x86 MMIO
+/// gap (sizes shortened), and a memory file one page too short for it:
+/// ```
+/// use herdless_pager::restore::{mappings, RestoreError};
+/// let msg = br#"[
+///     {"base_host_virt_addr": 140000000000000, "size": 65536, "offset": 0, "page_size": 4096, "page_size_kib": 4096},
+///     {"base_host_virt_addr": 140000000131072, "size": 32768, "offset": 65536, "page_size": 4096, "page_size_kib": 4096}
+/// ]"#;
+/// let m = mappings::parse(msg, 98304, 4096)?;
+/// assert_eq!((m.len(), m[1].offset, m[1].size), (2, 65536, 32768));
+/// let short = mappings::parse(msg, 98304 - 4096, 4096).err().unwrap();
+/// assert!(matches!(short, RestoreError::Mapping { index: 1, .. }), "{short}");
+/// assert!(short.to_string().contains("start herdless-uffd with the memory file written with this snapshot"));
+/// # Ok::<(), RestoreError>(())
+/// ```
 pub fn parse(
     body: &[u8],
     file_len: u64,

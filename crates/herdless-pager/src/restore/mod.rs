@@ -5,13 +5,15 @@
 //! [`Restore::bind`] checks the options and the output paths
 //! (`output.rs`: never one of the inputs, written only at the end, beside
 //! the target and renamed over it), opens the memory file (and the traces
-//! to read) and creates the socket; then
+//! to read) and creates the socket (`socket_file.rs`: removed when the
+//! restore ends, if still the one created); then
 //! [`Restore::run`] accepts the VMM's connection, receives its message
 //! (`handoff.rs`), checks the mappings against the memory file
 //! (`mappings.rs`), serves faults until the VMM goes away (`server.rs`,
-//! with `prefetch.rs`; `signals.rs` for `SIGINT`/`SIGTERM`), writes the
-//! trace (`trace.rs`) and returns the figures (`summary.rs`). Every refusal is a [`RestoreError`]
-//! (`error.rs`) whose message is one line.
+//! with `prefetch.rs`; `signals.rs` for `SIGINT`/`SIGTERM` at every
+//! stage), writes the trace (`trace.rs`) and returns the figures
+//! (`summary.rs`). Every refusal is a [`RestoreError`] (`error.rs`) whose
+//! message is one line.
 //!
 //! The serving is the pager's own (`handler/`): the same threads, claims,
 //! fault-around, `REMOVE` handling and poison, over the VMM's regions
@@ -28,6 +30,7 @@ mod output;
 mod prefetch;
 mod server;
 mod signals;
+mod socket_file;
 mod summary;
 pub mod trace;
 
@@ -35,7 +38,7 @@ use std::os::unix::net::UnixListener;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-pub use error::RestoreError;
+pub use error::{RestoreError, StoppedDuring};
 pub use handoff::{Peer, MAX_MESSAGE};
 pub use prefetch::CHUNK_PAGES;
 pub use summary::{Ending, RestoreSummary};
@@ -43,14 +46,58 @@ pub use trace::{Run, Trace};
 
 use crate::pager::config;
 use crate::{FileSource, PagerError};
+use signals::Signals;
+use socket_file::SocketFile;
 
 /// Default wait for the handoff message once the VMM has connected.
+///
+/// # Examples
+/// ```
+/// use herdless_pager::restore::{RestoreOptions, DEFAULT_HANDOFF_TIMEOUT};
+/// let opts = RestoreOptions::new("uffd.sock", "vm.mem");
+/// assert_eq!(opts.handoff_timeout, DEFAULT_HANDOFF_TIMEOUT);
+/// ```
 pub const DEFAULT_HANDOFF_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Default permission bits of the socket: the owner only.
+///
+/// # Examples
+/// ```
+/// use std::os::unix::fs::PermissionsExt;
+/// use herdless_pager::restore::{Restore, RestoreOptions, DEFAULT_SOCKET_MODE};
+/// let dir = std::env::temp_dir().join(format!("socket-mode-{}", std::process::id()));
+/// std::fs::create_dir_all(&dir)?;
+/// std::fs::write(dir.join("vm.mem"), [0u8; 4096])?;
+/// let restore = Restore::bind(RestoreOptions::new(dir.join("uffd.sock"), dir.join("vm.mem")))?;
+/// let mode = std::fs::metadata(restore.socket_path())?.permissions().mode();
+/// assert_eq!(mode & 0o777, DEFAULT_SOCKET_MODE);
+/// drop(restore);
+/// std::fs::remove_dir_all(&dir)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub const DEFAULT_SOCKET_MODE: u32 = 0o600;
 
-/// What `herdless-uffd` is asked to do (its command line).
+/// Bytes of the memory file read ahead between two looks for a signal.
+const READ_AHEAD_STEP: u64 = 64 << 20;
+
+/// What `herdless-uffd` is asked to do (its command line). Start from
+/// [`RestoreOptions::new`] and set what differs; [`Restore::bind`] checks
+/// it.
+///
+/// # Examples
+/// `herdless-uffd uffd.sock vm.mem --handlers 2 --fault-around 64K
+/// --prefetch vm.trace --stats-json restore.json`:
+/// ```
+/// use herdless_pager::restore::RestoreOptions;
+/// let opts = RestoreOptions {
+///     handlers: 2,
+///     fault_around: 64 << 10,
+///     prefetch: Some("vm.trace".into()),
+///     stats_json: Some("restore.json".into()),
+///     ..RestoreOptions::new("uffd.sock", "vm.mem")
+/// };
+/// assert!(!opts.copy_all && opts.record.is_none());
+/// ```
 #[derive(Clone, Debug)]
 pub struct RestoreOptions {
     /// The socket to listen on (Firecracker's `mem_backend.backend_path`).
@@ -88,9 +135,14 @@ pub struct RestoreOptions {
     pub accept_timeout: Option<Duration>,
     /// How long to wait for the handoff message once connected.
     pub handoff_timeout: Duration,
-    /// Stop (with the summary) on `SIGINT` or `SIGTERM`: blocks them in
-    /// the calling thread and the threads it starts. For the binary; a
-    /// library user handles its own signals.
+    /// Stop on `SIGINT` or `SIGTERM` at any stage, writing no output:
+    /// before serving, [`bind`](Restore::bind) or [`run`](Restore::run)
+    /// returns [`RestoreError::Stopped`]; once serving, `run` returns the
+    /// figures so far with [`Ending::Signal`]. Either way the socket is
+    /// removed. `bind` blocks the two signals in the calling thread (and
+    /// so in the threads it starts) for good, before it opens anything:
+    /// for the binary, whose process ends with the restore; a library
+    /// user handles its own signals.
     pub stop_on_signals: bool,
     /// Log nothing (connections, refusals, warnings) to standard error.
     pub quiet: bool,
@@ -99,7 +151,18 @@ pub struct RestoreOptions {
 impl RestoreOptions {
     /// The defaults for `socket` and `memory_file`: fault-around off, one
     /// handler, socket mode 0600, a 10 s handoff timeout, no accept
-    /// timeout.
+    /// timeout, nothing recorded, prefetched or written, signals left
+    /// alone, warnings logged.
+    ///
+    /// # Examples
+    /// ```
+    /// use herdless_pager::restore::{Populate, RestoreOptions, DEFAULT_SOCKET_MODE};
+    /// let opts = RestoreOptions::new("/run/fc/uffd.sock", "/snapshots/vm.mem");
+    /// assert_eq!(opts.fault_around, rustix::param::page_size()); // off
+    /// assert_eq!((opts.handlers, opts.socket_mode), (1, DEFAULT_SOCKET_MODE));
+    /// assert_eq!(opts.populate, Populate::Nothing);
+    /// assert!(opts.accept_timeout.is_none() && !opts.stop_on_signals);
+    /// ```
     pub fn new(socket: impl Into<PathBuf>, memory_file: impl Into<PathBuf>) -> Self {
         RestoreOptions {
             socket: socket.into(),
@@ -123,6 +186,18 @@ impl RestoreOptions {
 }
 
 /// What of the memory file `herdless-uffd` maps before the VMM connects.
+///
+/// # Examples
+/// `--populate` and `--populate=vm.trace`:
+/// ```
+/// use herdless_pager::restore::{Populate, RestoreOptions};
+/// let all = RestoreOptions { populate: Populate::All, ..RestoreOptions::new("s", "vm.mem") };
+/// let ws = RestoreOptions {
+///     populate: Populate::Trace("vm.trace".into()),
+///     ..RestoreOptions::new("s", "vm.mem")
+/// };
+/// assert_ne!(all.populate, ws.populate);
+/// ```
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub enum Populate {
     /// Nothing ahead: each page is read when first copied.
@@ -150,10 +225,51 @@ impl Log {
 }
 
 /// A restore ready to accept the VMM: options checked, files open, socket
-/// listening. Dropping it removes the socket.
+/// listening. Dropping it (and so the end of [`run`](Self::run)) removes
+/// the socket file, if the path still names the one it created.
+///
+/// # Examples
+/// `herdless-uffd` in a thread, with Firecracker's side played in
+/// process (the crate's `vmm` module, feature `test-vmm`: what the tests
+/// use; a real Firecracker connects the same way). Without userfaultfd
+/// for this process the guest memory cannot be set up, and the example
+/// stops there.
+/// ```
+/// use herdless_pager::restore::{Ending, Restore, RestoreOptions};
+/// use herdless_pager::vmm::GuestMemory;
+/// let Ok(guest) = GuestMemory::new(&[1 << 20]) else { return Ok(()) }; // no userfaultfd: skip
+/// let dir = std::env::temp_dir().join(format!("restore-{}", std::process::id()));
+/// std::fs::create_dir_all(&dir)?;
+/// let snapshot: Vec<u8> = (0..1 << 20).map(|i| (i % 251) as u8).collect();
+/// std::fs::write(dir.join("vm.mem"), &snapshot)?;
+///
+/// let mut opts = RestoreOptions::new(dir.join("uffd.sock"), dir.join("vm.mem"));
+/// opts.fault_around = 64 << 10;
+/// opts.quiet = true;
+/// let restore = Restore::bind(opts)?; // the socket exists from here
+/// let handler = std::thread::spawn(move || restore.run());
+///
+/// // The VMM: connects, hands over its memory and userfaultfd, runs.
+/// let conn = guest.handoff(&dir.join("uffd.sock"))?;
+/// let mut page = vec![0u8; 4096];
+/// guest.read(guest.regions()[0].base + 8192, &mut page)?; // a fault, served
+/// assert_eq!(page[..], snapshot[8192..8192 + 4096]);
+/// drop(conn); // the VMM exits
+///
+/// let summary = handler.join().unwrap()?;
+/// assert_eq!(summary.ending, Ending::VmmClosed);
+/// assert!(summary.clean() && summary.stats.faults == 1);
+/// assert!(!dir.join("uffd.sock").exists()); // removed at the end
+/// std::fs::remove_dir_all(&dir)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub struct Restore {
     opts: RestoreOptions,
     listener: UnixListener,
+    /// Removes the socket file when the restore is dropped.
+    _socket_file: SocketFile,
+    /// `SIGINT`/`SIGTERM`, with `stop_on_signals`.
+    signals: Option<Signals>,
     /// Taken by `run`.
     source: Option<FileSource>,
     file_len: u64,
@@ -174,7 +290,38 @@ impl Restore {
     ///
     /// # Errors
     /// Every refusal is a [`RestoreError`] whose message is one line;
-    /// [`RestoreError::is_usage`] tells a usage error from the others.
+    /// [`RestoreError::is_usage`] tells a usage error from the others:
+    /// [`RestoreError::Usage`] and [`RestoreError::OutputCollides`] (bad
+    /// values, an output over an input); [`RestoreError::Output`] (an
+    /// output that cannot be written there); [`RestoreError::MemoryFile`],
+    /// [`RestoreError::Trace`] (inputs missing, unreadable, of another
+    /// snapshot); [`RestoreError::SocketExists`], [`RestoreError::Socket`];
+    /// [`RestoreError::Stopped`] (a signal, with `stop_on_signals`, while
+    /// reading the memory file ahead); [`RestoreError::Io`] (blocking the
+    /// signals failed).
+    ///
+    /// # Examples
+    /// ```
+    /// use herdless_pager::restore::{Restore, RestoreError, RestoreOptions};
+    /// let dir = std::env::temp_dir().join(format!("bind-{}", std::process::id()));
+    /// std::fs::create_dir_all(&dir)?;
+    /// let opts = RestoreOptions::new(dir.join("uffd.sock"), dir.join("vm.mem"));
+    /// // No memory file yet: refused, no socket made.
+    /// let e = Restore::bind(opts.clone()).err().unwrap();
+    /// assert!(matches!(e, RestoreError::MemoryFile { .. }) && !e.is_usage());
+    /// assert!(!dir.join("uffd.sock").exists());
+    /// // An output over the memory file: a usage error.
+    /// std::fs::write(dir.join("vm.mem"), [0u8; 4096])?;
+    /// let over = RestoreOptions { record: Some(dir.join("vm.mem")), ..opts.clone() };
+    /// assert!(Restore::bind(over).err().unwrap().is_usage());
+    /// // Bound: listening until dropped.
+    /// let restore = Restore::bind(opts)?;
+    /// assert!(dir.join("uffd.sock").exists());
+    /// drop(restore);
+    /// assert!(!dir.join("uffd.sock").exists());
+    /// std::fs::remove_dir_all(&dir)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn bind(opts: RestoreOptions) -> Result<Self, RestoreError> {
         let page = rustix::param::page_size();
         let usage = |e: PagerError| RestoreError::Usage(e.to_string());
@@ -186,6 +333,8 @@ impl Restore {
             ));
         }
         let targets = Self::check_outputs(&opts)?;
+        // From here on a signal ends the restore through its exits.
+        let signals = opts.stop_on_signals.then(Signals::block).transpose()?;
         let source = FileSource::open(&opts.memory_file).map_err(|e| match e {
             PagerError::SourceOpen { path, source } => RestoreError::MemoryFile { path, source },
             other => RestoreError::Pager(other),
@@ -224,21 +373,22 @@ impl Restore {
         let log = Log { quiet: opts.quiet };
         // The whole file, or every page of the traces given (the prefetch
         // trace's pages are the ones the handlers copy first).
-        let populated = if matches!(opts.populate, Populate::All) || opts.copy_all {
-            source.populate(0, file_len)
+        let ahead: Vec<(u64, u64)> = if matches!(opts.populate, Populate::All) || opts.copy_all {
+            vec![(0, file_len)]
         } else {
             [trace.as_ref(), populate_trace.as_ref()]
                 .into_iter()
                 .flatten()
                 .flat_map(|t| t.runs.iter())
-                .try_for_each(|r| source.populate(r.offset, r.bytes()))
+                .map(|r| (r.offset, r.bytes()))
+                .collect()
         };
-        if let Err(e) = populated {
+        if let Err(e) = read_ahead(&source, &ahead, signals.as_ref())? {
             log.line(&format!(
                 "warning: could not read the memory file ahead: {e}"
             ));
         }
-        let listener = handoff::listen(&opts.socket, opts.socket_mode)?;
+        let (listener, socket_file) = handoff::listen(&opts.socket, opts.socket_mode)?;
         if opts.record.is_some() && opts.fault_around > page {
             log.line(
                 "note: recording with fault-around on records only the pages that faulted, not \
@@ -252,6 +402,8 @@ impl Restore {
         Ok(Restore {
             opts,
             listener,
+            _socket_file: socket_file,
+            signals,
             source: Some(source),
             file_len,
             trace,
@@ -284,21 +436,75 @@ impl Restore {
         output::check(&outputs, &inputs)
     }
 
-    /// The socket's path.
+    /// The socket's path (as given in [`RestoreOptions::socket`]).
+    ///
+    /// # Examples
+    /// ```
+    /// use herdless_pager::restore::{Restore, RestoreOptions};
+    /// let dir = std::env::temp_dir().join(format!("socket-path-{}", std::process::id()));
+    /// std::fs::create_dir_all(&dir)?;
+    /// std::fs::write(dir.join("vm.mem"), [0u8; 4096])?;
+    /// let restore = Restore::bind(RestoreOptions::new(dir.join("uffd.sock"), dir.join("vm.mem")))?;
+    /// println!("listening on {}", restore.socket_path().display());
+    /// assert_eq!(restore.socket_path(), dir.join("uffd.sock"));
+    /// drop(restore);
+    /// std::fs::remove_dir_all(&dir)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn socket_path(&self) -> &Path {
         &self.opts.socket
     }
 
     /// Accepts the VMM, takes its handoff and serves until it goes away;
-    /// the figures, or why it could not start.
+    /// the figures, or why it could not start. The socket file is removed
+    /// when it returns, either way. (A full restore: [`Restore`]'s
+    /// example.)
+    ///
+    /// # Errors
+    /// Before serving: [`RestoreError::AcceptTimeout`] (nobody connected
+    /// within [`RestoreOptions::accept_timeout`]),
+    /// [`RestoreError::HandoffTimeout`], [`RestoreError::ClosedBeforeHandoff`],
+    /// [`RestoreError::MessageTooLarge`], [`RestoreError::NoFileDescriptor`],
+    /// [`RestoreError::TooManyFileDescriptors`],
+    /// [`RestoreError::NotUserfaultfd`],
+    /// [`RestoreError::UserfaultfdNotInitialised`] (the message);
+    /// [`RestoreError::NotJson`], [`RestoreError::WrongShape`],
+    /// [`RestoreError::NoMappings`], [`RestoreError::Mapping`],
+    /// [`RestoreError::SizesExceedFile`] (the mappings);
+    /// [`RestoreError::Stopped`] (a signal while waiting, with
+    /// [`RestoreOptions::stop_on_signals`]); [`RestoreError::Pager`]
+    /// (the handler threads could not start); [`RestoreError::Io`] (a
+    /// system call of the wait failed).
+    /// [`RestoreError::leaves_vmm_waiting`] tells whether a VMM had
+    /// connected. Once serving, errors are the summary's
+    /// ([`RestoreSummary::errors`]), and the ending says why it stopped.
+    ///
+    /// # Examples
+    /// Nobody connects within the accept timeout:
+    /// ```
+    /// use std::time::Duration;
+    /// use herdless_pager::restore::{Restore, RestoreError, RestoreOptions};
+    /// let dir = std::env::temp_dir().join(format!("run-{}", std::process::id()));
+    /// std::fs::create_dir_all(&dir)?;
+    /// std::fs::write(dir.join("vm.mem"), [0u8; 4096])?;
+    /// let mut opts = RestoreOptions::new(dir.join("uffd.sock"), dir.join("vm.mem"));
+    /// opts.accept_timeout = Some(Duration::from_millis(10));
+    /// let e = Restore::bind(opts)?.run().err().unwrap();
+    /// assert!(matches!(e, RestoreError::AcceptTimeout(_)) && !e.leaves_vmm_waiting());
+    /// assert!(!dir.join("uffd.sock").exists());
+    /// std::fs::remove_dir_all(&dir)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn run(mut self) -> Result<RestoreSummary, RestoreError> {
         let (stream, _peer) = handoff::accept(
             &self.listener,
             self.opts.accept_timeout,
             self.opts.allow_uid,
             &self.log,
+            self.signals.as_ref(),
         )?;
-        let (body, fd) = handoff::receive(&stream, self.opts.handoff_timeout)?;
+        let (body, fd) =
+            handoff::receive(&stream, self.opts.handoff_timeout, self.signals.as_ref())?;
         let mappings = mappings::parse(&body, self.file_len, rustix::param::page_size())?;
         let uffd = handoff::adopt_uffd(fd, &self.log)?;
         let source = self
@@ -309,8 +515,35 @@ impl Restore {
     }
 }
 
-impl Drop for Restore {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.opts.socket);
+/// Reads `ranges` (offset, length) of the memory file into the page cache
+/// and maps them, in steps of [`READ_AHEAD_STEP`], looking for a signal
+/// between two steps: `Err` if one came, `Ok` with how reading went
+/// otherwise (a failure to read ahead is only a warning).
+fn read_ahead(
+    source: &FileSource,
+    ranges: &[(u64, u64)],
+    signals: Option<&Signals>,
+) -> Result<Result<(), PagerError>, RestoreError> {
+    let stopped = || {
+        signals.and_then(Signals::take).map_or(Ok(()), |signal| {
+            Err(RestoreError::Stopped {
+                signal,
+                during: StoppedDuring::ReadingAhead,
+            })
+        })
+    };
+    for &(offset, len) in ranges {
+        let end = offset.saturating_add(len);
+        let mut at = offset;
+        while at < end {
+            stopped()?;
+            let step = READ_AHEAD_STEP.min(end - at);
+            if let Err(e) = source.populate(at, step) {
+                return Ok(Err(e));
+            }
+            at += step;
+        }
     }
+    stopped()?;
+    Ok(Ok(()))
 }

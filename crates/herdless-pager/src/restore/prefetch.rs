@@ -52,6 +52,13 @@ use crate::space::Space;
 /// large enough that the ioctl's cost is spread, small enough that a
 /// demand fault waiting on the chunk in flight waits little. A region of
 /// 2 MiB pages is copied one page per `UFFDIO_COPY`.
+///
+/// # Examples
+/// ```
+/// use herdless_pager::restore::CHUNK_PAGES;
+/// // A demand fault waits for at most one chunk in flight: 256 KiB of 4 KiB pages.
+/// assert_eq!(CHUNK_PAGES * 4096, 256 << 10);
+/// ```
 pub const CHUNK_PAGES: usize = 64;
 
 /// Passes over the plan at most: the first, then again while pages of it

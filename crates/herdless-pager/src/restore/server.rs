@@ -2,7 +2,8 @@
 //! the VMM's regions become the handlers' [`Space`], the memory file their
 //! source; an optional prefetcher (or a copy of everything first); then
 //! the wait for the VMM to go away, turning away anyone else who connects,
-//! and the summary.
+//! and the summary. A signal (`signals.rs`) ends the copy or the wait
+//! like the VMM's going would, except that no output is written.
 
 use std::io::Read;
 use std::os::unix::net::UnixStream;
@@ -19,7 +20,7 @@ use super::mappings::GuestMapping;
 use super::signals::Signals;
 use super::summary::{Ending, RestoreSummary};
 use super::trace::Trace;
-use super::{output, prefetch, Restore, RestoreError};
+use super::{output, prefetch, Log, Restore, RestoreError};
 use crate::handler::{DiscardFence, Plan, Shared};
 use crate::pager::fault_path::FaultPath;
 use crate::source::GuardedSource;
@@ -95,20 +96,16 @@ pub(super) fn serve(
     .prepare()?;
     let shared = Arc::clone(&path.shared);
 
+    let signals = restore.signals.as_ref();
+    let mut stopped = None;
     if opts.copy_all {
         // Before any fault is served, as Firecracker's fault_all_handler
         // (which copies every region on the first fault).
-        let everything = prefetch::everything(&shared.space);
-        prefetch::run(&shared, &everything, COPY_ALL_CHUNK, 0, 1);
+        stopped = copy_all(&shared, signals, log)?;
     }
-    let signals = if opts.stop_on_signals {
-        Some(Signals::block()?)
-    } else {
-        None
-    };
     // The prefetch starts first: from the moment the userfaultfd arrives.
     let mut prefetchers = Vec::new();
-    if shared.plan.is_some() {
+    if shared.plan.is_some() && stopped.is_none() {
         let lanes = opts.prefetch_threads.max(1);
         for lane in 0..lanes {
             let sh = Arc::clone(&shared);
@@ -131,13 +128,19 @@ pub(super) fn serve(
         }
     }
     let mut handlers = Vec::with_capacity(opts.handlers);
-    let started_handlers = path.start(&mut handlers, 0);
-    let ending = match started_handlers {
-        Ok(()) => wait_for_the_end(&shared, &conn, restore, signals.as_ref()),
-        Err(e) => Err(RestoreError::Pager(e)),
+    let ending = match stopped {
+        Some(signal) => Ok(Ending::Signal(signal)),
+        None => match path.start(&mut handlers, 0) {
+            Ok(()) => wait_for_the_end(&shared, &conn, restore, signals),
+            Err(e) => Err(RestoreError::Pager(e)),
+        },
     };
     stop(&shared, handlers, prefetchers);
     let ending = ending?;
+    // Stopped by a signal: the restore did not complete, so the outputs
+    // keep their old contents (a partial trace would stand for the whole
+    // working set on the next restore).
+    let write_outputs = !matches!(ending, Ending::Signal(_));
 
     let stats = shared.counters.snapshot(&shared.per_handler);
     let mut errors: Vec<String> = shared
@@ -145,7 +148,11 @@ pub(super) fn serve(
         .lock()
         .map(|mut e| e.drain(..).map(|e| e.to_string()).collect())
         .unwrap_or_default();
-    let recorded_pages = write_record(restore, &shared, &mut errors);
+    let recorded_pages = if write_outputs {
+        write_record(restore, &shared, &mut errors)
+    } else {
+        0
+    };
     let mut summary = RestoreSummary {
         stats,
         ending,
@@ -156,7 +163,7 @@ pub(super) fn serve(
         errors,
         page_sizes,
     };
-    if let Some(target) = restore.stats_to.take() {
+    if let Some(target) = restore.stats_to.take().filter(|_| write_outputs) {
         let text = serde_json::to_string_pretty(&summary.to_json())
             .map_err(std::io::Error::from)
             .and_then(|t| output::write_beside(&target, format!("{t}\n").as_bytes()));
@@ -167,6 +174,67 @@ pub(super) fn serve(
         }
     }
     Ok(summary)
+}
+
+/// Copies every page (`--copy-all`) before any fault is served; with
+/// `signals`, on a thread of its own while this one waits for a signal,
+/// which stops the copy after the run in flight: the signal, if one came.
+fn copy_all(
+    shared: &Arc<Shared>,
+    signals: Option<&Signals>,
+    log: Log,
+) -> Result<Option<i32>, RestoreError> {
+    let copy = |sh: &Shared| {
+        prefetch::run(sh, &prefetch::everything(&sh.space), COPY_ALL_CHUNK, 0, 1);
+    };
+    let Some(signals) = signals else {
+        copy(shared);
+        return Ok(None);
+    };
+    // Written by the copier when it is done.
+    let done = rustix::event::eventfd(0, rustix::event::EventfdFlags::CLOEXEC)
+        .map_err(|e| RestoreError::io("eventfd", e))?;
+    let done = Arc::new(done);
+    let (sh, finished) = (Arc::clone(shared), Arc::clone(&done));
+    let copier = std::thread::Builder::new()
+        .name("uffd-copy-all".into())
+        .spawn(move || {
+            copy(&sh);
+            let _ = rustix::io::write(&*finished, &1u64.to_ne_bytes());
+        });
+    let copier = match copier {
+        Ok(c) => c,
+        Err(e) => {
+            log.line(&format!(
+                "warning: no thread for --copy-all ({e}): copying here, deaf to signals until done"
+            ));
+            copy(shared);
+            return Ok(None);
+        }
+    };
+    let signal = loop {
+        let mut fds = [
+            PollFd::new(&*done, PollFlags::IN),
+            PollFd::new(signals, PollFlags::IN),
+        ];
+        match poll(&mut fds, None) {
+            Ok(_) | Err(Errno::INTR) => {}
+            Err(e) => {
+                // Not waiting any more: the copy runs to its end.
+                let _ = copier.join();
+                return Err(RestoreError::io("poll", e));
+            }
+        }
+        if let Some(signal) = signals.take() {
+            shared.stop_all(false);
+            break Some(signal);
+        }
+        if fds[0].revents().contains(PollFlags::IN) {
+            break None;
+        }
+    };
+    let _ = copier.join();
+    Ok(signal)
 }
 
 /// Tells the handlers and the prefetchers to stop, and joins them.
@@ -218,7 +286,7 @@ fn wait_for_the_end(
             PollFd::new(&shared.stop, PollFlags::IN),
         ];
         if let Some(s) = signals {
-            fds.push(PollFd::new(&s.fd, PollFlags::IN));
+            fds.push(PollFd::new(s, PollFlags::IN));
         }
         match poll(&mut fds, None) {
             Ok(_) => {}
@@ -237,8 +305,9 @@ fn wait_for_the_end(
             });
         }
         if signal_ev.is_some_and(|e| e.contains(PollFlags::IN)) {
-            let sig = signals.map_or(0, Signals::read);
-            return Ok(Ending::Signal(sig));
+            if let Some(signal) = signals.and_then(Signals::take) {
+                return Ok(Ending::Signal(signal));
+            }
         }
         if listener_ev.contains(PollFlags::IN) {
             refuse_second(restore);

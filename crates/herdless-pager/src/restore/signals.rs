@@ -1,17 +1,25 @@
 //! `SIGINT` and `SIGTERM` for `herdless-uffd`: blocked and read from a
-//! `signalfd`, so the serving loop stops with its summary instead of dying.
+//! `signalfd`, so that a signal at any stage (reading the memory file
+//! ahead, waiting for the VMM or its handoff, copying everything, serving)
+//! ends the restore through its ordinary exits: the socket it created
+//! removed, no output written, the figures so far and exit status 128 + N,
+//! instead of the default action killing the process mid-way.
 
-use std::os::fd::{FromRawFd, OwnedFd};
+use std::os::fd::{AsFd, BorrowedFd, FromRawFd, OwnedFd};
 
 use super::RestoreError;
 
 /// `SIGINT` and `SIGTERM` as a readable fd (`signalfd`), blocked in this
-/// thread and every thread it starts from now on.
+/// thread and every thread it starts from now on. They stay blocked when
+/// this is dropped: one arriving after the restore has decided how it
+/// ends is left pending, not acted on (the binary exits right after).
 pub(super) struct Signals {
-    pub(super) fd: OwnedFd,
+    fd: OwnedFd,
 }
 
 impl Signals {
+    /// Blocks `SIGINT` and `SIGTERM` in the calling thread and opens a
+    /// non-blocking `signalfd` for them.
     pub(super) fn block() -> Result<Self, RestoreError> {
         // SAFETY: `set` is a local sigset_t, initialised by sigemptyset
         // before use; pthread_sigmask and signalfd only read it.
@@ -40,16 +48,25 @@ impl Signals {
         }
     }
 
-    /// The signal that arrived (0 if none could be read).
-    pub(super) fn read(&self) -> i32 {
+    /// The signal that arrived, taken off the queue; `None` if none is
+    /// pending (never waits: the fd is non-blocking).
+    pub(super) fn take(&self) -> Option<i32> {
         let mut info = [0u8; std::mem::size_of::<libc::signalfd_siginfo>()];
         match rustix::io::read(&self.fd, &mut info) {
             Ok(n) if n == info.len() => {
+                // `ssi_signo`, the struct's first field.
                 let mut signo = [0u8; 4];
                 signo.copy_from_slice(&info[..4]);
-                u32::from_ne_bytes(signo) as i32
+                Some(u32::from_ne_bytes(signo) as i32)
             }
-            _ => 0,
+            _ => None,
         }
+    }
+}
+
+impl AsFd for Signals {
+    /// Readable (`poll`) while a signal is pending.
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.fd.as_fd()
     }
 }

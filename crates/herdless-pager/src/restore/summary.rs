@@ -8,13 +8,40 @@ use serde_json::json;
 use crate::PagerStats;
 
 /// Why serving ended.
+///
+/// # Examples
+/// ```
+/// # use herdless_pager::restore::{Restore, RestoreOptions};
+/// # use herdless_pager::vmm::GuestMemory;
+/// # let Ok(vm) = GuestMemory::new(&[1 << 20]) else { return Ok(()) }; // no userfaultfd: skip
+/// # let dir = std::env::temp_dir().join(format!("herdless-doc-{}-{}", std::process::id(), line!()));
+/// # std::fs::create_dir_all(&dir)?;
+/// # std::fs::write(dir.join("vm.mem"), vec![7u8; 1 << 20])?;
+/// # let mut opts = RestoreOptions::new(dir.join("sock"), dir.join("vm.mem"));
+/// # opts.quiet = true;
+/// # let restore = Restore::bind(opts)?;
+/// # let serving = std::thread::spawn(move || restore.run());
+/// # let conn = vm.handoff(&dir.join("sock"))?;
+/// # let mut b = [0u8; 1];
+/// # vm.read(vm.regions()[0].base, &mut b)?;
+/// # drop(conn);
+/// # let summary = serving.join().unwrap()?;
+/// # std::fs::remove_dir_all(&dir)?;
+/// // `summary`: a restore of a 1 MiB guest that read one byte, then exited.
+/// use herdless_pager::restore::Ending;
+/// assert_eq!(summary.ending, Ending::VmmClosed);
+/// assert_eq!(summary.ending.to_string(), "the VMM closed the connection");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Ending {
     /// The VMM closed its connection (it exited, or closed the socket).
     VmmClosed,
     /// A fill failed with `ESRCH` (or `ENOSPC`): the VMM's memory is gone.
     VmmGone,
-    /// `SIGINT` or `SIGTERM`.
+    /// `SIGINT` or `SIGTERM` (its number), once serving had begun (with
+    /// [`stop_on_signals`](super::RestoreOptions::stop_on_signals)): no
+    /// output was written.
     Signal(i32),
     /// The handlers stopped on an error they cannot serve past (reported
     /// in the summary's errors); the VMM's next faults would hang.
@@ -32,7 +59,32 @@ impl std::fmt::Display for Ending {
     }
 }
 
-/// The figures of one restore.
+/// The figures of one restore ([`Restore::run`](super::Restore::run)).
+///
+/// # Examples
+/// ```
+/// # use herdless_pager::restore::{Restore, RestoreOptions};
+/// # use herdless_pager::vmm::GuestMemory;
+/// # let Ok(vm) = GuestMemory::new(&[1 << 20]) else { return Ok(()) }; // no userfaultfd: skip
+/// # let dir = std::env::temp_dir().join(format!("herdless-doc-{}-{}", std::process::id(), line!()));
+/// # std::fs::create_dir_all(&dir)?;
+/// # std::fs::write(dir.join("vm.mem"), vec![7u8; 1 << 20])?;
+/// # let mut opts = RestoreOptions::new(dir.join("sock"), dir.join("vm.mem"));
+/// # opts.quiet = true;
+/// # let restore = Restore::bind(opts)?;
+/// # let serving = std::thread::spawn(move || restore.run());
+/// # let conn = vm.handoff(&dir.join("sock"))?;
+/// # let mut b = [0u8; 1];
+/// # vm.read(vm.regions()[0].base, &mut b)?;
+/// # drop(conn);
+/// # let summary = serving.join().unwrap()?;
+/// # std::fs::remove_dir_all(&dir)?;
+/// // `summary`: a restore of a 1 MiB guest that read one byte, then exited.
+/// assert_eq!(summary.stats.faults, 1);
+/// assert_eq!(summary.page_sizes, [rustix::param::page_size()]);
+/// assert!(summary.errors.is_empty() && summary.recorded_pages == 0);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone, Debug)]
 pub struct RestoreSummary {
     /// The pager's counters.
@@ -45,7 +97,7 @@ pub struct RestoreSummary {
     pub trace_pages: u64,
     /// Of those, pages no mapping holds (a trace of another layout).
     pub trace_unmapped: u64,
-    /// Pages written to the `--record` trace.
+    /// Pages written to the `--record` trace (0 if none was written).
     pub recorded_pages: u64,
     /// Errors reported while serving (source reads, faults outside every
     /// mapping, failed system calls), as text.
@@ -58,22 +110,117 @@ pub struct RestoreSummary {
 impl RestoreSummary {
     /// Pages copied from the memory file, all causes (of whatever size:
     /// see [`bytes_copied`](Self::bytes_copied)).
+    ///
+    /// # Examples
+    /// ```
+    /// # use herdless_pager::restore::{Restore, RestoreOptions};
+    /// # use herdless_pager::vmm::GuestMemory;
+    /// # let Ok(vm) = GuestMemory::new(&[1 << 20]) else { return Ok(()) }; // no userfaultfd: skip
+    /// # let dir = std::env::temp_dir().join(format!("herdless-doc-{}-{}", std::process::id(), line!()));
+    /// # std::fs::create_dir_all(&dir)?;
+    /// # std::fs::write(dir.join("vm.mem"), vec![7u8; 1 << 20])?;
+    /// # let mut opts = RestoreOptions::new(dir.join("sock"), dir.join("vm.mem"));
+    /// # opts.quiet = true;
+    /// # let restore = Restore::bind(opts)?;
+    /// # let serving = std::thread::spawn(move || restore.run());
+    /// # let conn = vm.handoff(&dir.join("sock"))?;
+    /// # let mut b = [0u8; 1];
+    /// # vm.read(vm.regions()[0].base, &mut b)?;
+    /// # drop(conn);
+    /// # let summary = serving.join().unwrap()?;
+    /// # std::fs::remove_dir_all(&dir)?;
+    /// // `summary`: a restore of a 1 MiB guest that read one byte, then exited.
+    /// assert_eq!(summary.pages_copied(), 1); // fault-around is off by default
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn pages_copied(&self) -> u64 {
         self.stats.pages_installed()
     }
 
     /// Bytes copied from the memory file, all causes.
+    ///
+    /// # Examples
+    /// ```
+    /// # use herdless_pager::restore::{Restore, RestoreOptions};
+    /// # use herdless_pager::vmm::GuestMemory;
+    /// # let Ok(vm) = GuestMemory::new(&[1 << 20]) else { return Ok(()) }; // no userfaultfd: skip
+    /// # let dir = std::env::temp_dir().join(format!("herdless-doc-{}-{}", std::process::id(), line!()));
+    /// # std::fs::create_dir_all(&dir)?;
+    /// # std::fs::write(dir.join("vm.mem"), vec![7u8; 1 << 20])?;
+    /// # let mut opts = RestoreOptions::new(dir.join("sock"), dir.join("vm.mem"));
+    /// # opts.quiet = true;
+    /// # let restore = Restore::bind(opts)?;
+    /// # let serving = std::thread::spawn(move || restore.run());
+    /// # let conn = vm.handoff(&dir.join("sock"))?;
+    /// # let mut b = [0u8; 1];
+    /// # vm.read(vm.regions()[0].base, &mut b)?;
+    /// # drop(conn);
+    /// # let summary = serving.join().unwrap()?;
+    /// # std::fs::remove_dir_all(&dir)?;
+    /// // `summary`: a restore of a 1 MiB guest that read one byte, then exited.
+    /// assert_eq!(summary.bytes_copied(), rustix::param::page_size() as u64);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn bytes_copied(&self) -> u64 {
         self.stats.bytes_installed
     }
 
     /// Whether every fault was served from the memory file or with zeros
-    /// where they were due (no poison, no error).
+    /// where they were due (no poison, no error): `herdless-uffd` exits 0
+    /// then, 3 otherwise.
+    ///
+    /// # Examples
+    /// ```
+    /// # use herdless_pager::restore::{Restore, RestoreOptions};
+    /// # use herdless_pager::vmm::GuestMemory;
+    /// # let Ok(vm) = GuestMemory::new(&[1 << 20]) else { return Ok(()) }; // no userfaultfd: skip
+    /// # let dir = std::env::temp_dir().join(format!("herdless-doc-{}-{}", std::process::id(), line!()));
+    /// # std::fs::create_dir_all(&dir)?;
+    /// # std::fs::write(dir.join("vm.mem"), vec![7u8; 1 << 20])?;
+    /// # let mut opts = RestoreOptions::new(dir.join("sock"), dir.join("vm.mem"));
+    /// # opts.quiet = true;
+    /// # let restore = Restore::bind(opts)?;
+    /// # let serving = std::thread::spawn(move || restore.run());
+    /// # let conn = vm.handoff(&dir.join("sock"))?;
+    /// # let mut b = [0u8; 1];
+    /// # vm.read(vm.regions()[0].base, &mut b)?;
+    /// # drop(conn);
+    /// # let summary = serving.join().unwrap()?;
+    /// # std::fs::remove_dir_all(&dir)?;
+    /// // `summary`: a restore of a 1 MiB guest that read one byte, then exited.
+    /// assert!(summary.clean());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn clean(&self) -> bool {
         self.errors.is_empty() && self.stats.poisoned_pages == 0 && self.stats.unmapped_faults == 0
     }
 
-    /// The one-line summary.
+    /// The one-line summary `herdless-uffd` prints.
+    ///
+    /// # Examples
+    /// ```
+    /// # use herdless_pager::restore::{Restore, RestoreOptions};
+    /// # use herdless_pager::vmm::GuestMemory;
+    /// # let Ok(vm) = GuestMemory::new(&[1 << 20]) else { return Ok(()) }; // no userfaultfd: skip
+    /// # let dir = std::env::temp_dir().join(format!("herdless-doc-{}-{}", std::process::id(), line!()));
+    /// # std::fs::create_dir_all(&dir)?;
+    /// # std::fs::write(dir.join("vm.mem"), vec![7u8; 1 << 20])?;
+    /// # let mut opts = RestoreOptions::new(dir.join("sock"), dir.join("vm.mem"));
+    /// # opts.quiet = true;
+    /// # let restore = Restore::bind(opts)?;
+    /// # let serving = std::thread::spawn(move || restore.run());
+    /// # let conn = vm.handoff(&dir.join("sock"))?;
+    /// # let mut b = [0u8; 1];
+    /// # vm.read(vm.regions()[0].base, &mut b)?;
+    /// # drop(conn);
+    /// # let summary = serving.join().unwrap()?;
+    /// # std::fs::remove_dir_all(&dir)?;
+    /// // `summary`: a restore of a 1 MiB guest that read one byte, then exited.
+    /// let line = summary.line();
+    /// assert!(line.starts_with("herdless-uffd: 1 faults served, 1 pages copied"), "{line}");
+    /// assert!(line.contains("the VMM closed the connection after"), "{line}");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn line(&self) -> String {
         let s = &self.stats;
         let us = |d: Duration| d.as_micros();
@@ -99,6 +246,32 @@ impl RestoreSummary {
     }
 
     /// Everything, as JSON (`--stats-json`).
+    ///
+    /// # Examples
+    /// ```
+    /// # use herdless_pager::restore::{Restore, RestoreOptions};
+    /// # use herdless_pager::vmm::GuestMemory;
+    /// # let Ok(vm) = GuestMemory::new(&[1 << 20]) else { return Ok(()) }; // no userfaultfd: skip
+    /// # let dir = std::env::temp_dir().join(format!("herdless-doc-{}-{}", std::process::id(), line!()));
+    /// # std::fs::create_dir_all(&dir)?;
+    /// # std::fs::write(dir.join("vm.mem"), vec![7u8; 1 << 20])?;
+    /// # let mut opts = RestoreOptions::new(dir.join("sock"), dir.join("vm.mem"));
+    /// # opts.quiet = true;
+    /// # let restore = Restore::bind(opts)?;
+    /// # let serving = std::thread::spawn(move || restore.run());
+    /// # let conn = vm.handoff(&dir.join("sock"))?;
+    /// # let mut b = [0u8; 1];
+    /// # vm.read(vm.regions()[0].base, &mut b)?;
+    /// # drop(conn);
+    /// # let summary = serving.join().unwrap()?;
+    /// # std::fs::remove_dir_all(&dir)?;
+    /// // `summary`: a restore of a 1 MiB guest that read one byte, then exited.
+    /// let json = summary.to_json();
+    /// assert_eq!(json["faults"], 1);
+    /// assert_eq!(json["pages_copied"], 1);
+    /// assert_eq!(json["ending"], "the VMM closed the connection");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn to_json(&self) -> serde_json::Value {
         let s = &self.stats;
         let ns = |d: Duration| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);

@@ -42,9 +42,23 @@ use super::RestoreError;
 /// The first line of every trace.
 const MAGIC: &str = "herdless-uffd trace";
 /// The version this code writes (it reads this one and 1).
+///
+/// # Examples
+/// ```
+/// use herdless_pager::restore::{trace::VERSION, Trace};
+/// let text = Trace::from_offsets(4096, 1 << 20, [0]).to_text();
+/// assert_eq!(text.lines().next(), Some(format!("herdless-uffd trace {VERSION}").as_str()));
+/// ```
 pub const VERSION: u32 = 2;
 
 /// A run of consecutive pages of one size, in the memory file.
+///
+/// # Examples
+/// ```
+/// use herdless_pager::restore::{Run, Trace};
+/// let t = Trace::from_offsets(4096, 1 << 20, [0x3000, 0x4000, 0x5000]);
+/// assert_eq!(t.runs, [Run { offset: 0x3000, pages: 3, page_size: 4096 }]);
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Run {
     /// Offset of its first page in the memory file.
@@ -57,6 +71,13 @@ pub struct Run {
 
 impl Run {
     /// Its length in bytes (saturating).
+    ///
+    /// # Examples
+    /// ```
+    /// use herdless_pager::restore::Run;
+    /// assert_eq!(Run { offset: 0, pages: 3, page_size: 2 << 20 }.bytes(), 6 << 20);
+    /// assert_eq!(Run { offset: 0, pages: u64::MAX, page_size: 4096 }.bytes(), u64::MAX);
+    /// ```
     pub fn bytes(&self) -> u64 {
         self.pages.saturating_mul(self.page_size)
     }
@@ -85,6 +106,16 @@ pub struct Trace {
 impl Trace {
     /// A trace of the pages of `page_size` bytes at `offsets` (aligned, in
     /// first-touch order), consecutive ones joined into runs.
+    ///
+    /// # Examples
+    /// ```
+    /// use herdless_pager::restore::{Run, Trace};
+    /// let t = Trace::from_offsets(4096, 1 << 20, [0x1000, 0x2000, 0x8000]);
+    /// assert_eq!(t.runs, [
+    ///     Run { offset: 0x1000, pages: 2, page_size: 4096 },
+    ///     Run { offset: 0x8000, pages: 1, page_size: 4096 },
+    /// ]);
+    /// ```
     pub fn from_offsets(
         page_size: u64,
         file_len: u64,
@@ -95,11 +126,24 @@ impl Trace {
 
     /// A trace of the pages `(offset, page size)` (aligned, in first-touch
     /// order), consecutive ones of one size joined into runs.
+    ///
+    /// # Examples
+    /// A 4 KiB page right before a 2 MiB one starts another run:
+    /// ```
+    /// use herdless_pager::restore::Trace;
+    /// let huge = 2u64 << 20;
+    /// let t = Trace::from_pages(4 * huge, [(huge - 4096, 4096), (huge, huge), (2 * huge, huge)]);
+    /// assert_eq!(t.runs.len(), 2);
+    /// assert_eq!((t.runs[1].pages, t.runs[1].page_size), (2, huge));
+    /// ```
     pub fn from_pages(file_len: u64, pages: impl IntoIterator<Item = (u64, u64)>) -> Self {
         let mut runs: Vec<Run> = Vec::new();
         for (offset, page_size) in pages {
             match runs.last_mut() {
-                Some(r) if r.page_size == page_size && r.offset + r.bytes() == offset => {
+                Some(r)
+                    if r.page_size == page_size
+                        && r.offset.checked_add(r.bytes()) == Some(offset) =>
+                {
                     r.pages += 1;
                 }
                 _ => runs.push(Run {
@@ -112,17 +156,43 @@ impl Trace {
         Trace { file_len, runs }
     }
 
-    /// Pages in all runs (of whatever size).
+    /// Pages in all runs (of whatever size; saturating).
+    ///
+    /// # Examples
+    /// ```
+    /// use herdless_pager::restore::Trace;
+    /// let t = Trace::from_pages(4 << 20, [(0, 4096), (2 << 20, 2 << 20)]);
+    /// assert_eq!(t.pages(), 2);
+    /// ```
     pub fn pages(&self) -> u64 {
-        self.runs.iter().map(|r| r.pages).sum()
+        // Saturating: a crafted trace's counts may sum past u64.
+        self.runs.iter().fold(0, |n, r| n.saturating_add(r.pages))
     }
 
-    /// Bytes in all runs.
+    /// Bytes in all runs (saturating).
+    ///
+    /// # Examples
+    /// ```
+    /// use herdless_pager::restore::Trace;
+    /// let t = Trace::from_pages(4 << 20, [(0, 4096), (2 << 20, 2 << 20)]);
+    /// assert_eq!(t.bytes(), 4096 + (2 << 20));
+    /// ```
     pub fn bytes(&self) -> u64 {
-        self.runs.iter().map(Run::bytes).sum()
+        self.runs.iter().fold(0, |n, r| n.saturating_add(r.bytes()))
     }
 
     /// The trace as text (module doc), in the current version.
+    ///
+    /// # Examples
+    /// ```
+    /// use herdless_pager::restore::Trace;
+    /// let t = Trace::from_offsets(4096, 65536, [0x1000, 0x2000, 0x8000]);
+    /// let text = t.to_text();
+    /// let lines: Vec<&str> = text.lines().collect();
+    /// assert_eq!(lines[..3], ["herdless-uffd trace 2", "file-length 65536", "pages 3"]);
+    /// assert!(lines[3].starts_with('#')); // a comment naming the columns
+    /// assert_eq!(lines[4..], ["0x1000 2 4096", "0x8000 1 4096"]);
+    /// ```
     pub fn to_text(&self) -> String {
         let mut s = format!(
             "{MAGIC} {VERSION}\nfile-length {}\npages {}\n\
@@ -141,6 +211,19 @@ impl Trace {
     ///
     /// # Errors
     /// [`RestoreError::Trace`], with the line and what is wrong with it.
+    ///
+    /// # Examples
+    /// ```
+    /// use std::path::Path;
+    /// use herdless_pager::restore::{Run, Trace};
+    /// let text = "herdless-uffd trace 2\nfile-length 65536\n0x1000 2 4096\n";
+    /// let t = Trace::parse(text, Path::new("vm.trace"))?;
+    /// assert_eq!(t.runs, [Run { offset: 0x1000, pages: 2, page_size: 4096 }]);
+    /// let past_the_end = "herdless-uffd trace 2\nfile-length 65536\n0xf000 2 4096\n";
+    /// let e = Trace::parse(past_the_end, Path::new("vm.trace")).err().unwrap();
+    /// assert_eq!(e.to_string(), "trace vm.trace: line 3: run 0xf000 2 4096 ends past the file's 65536 bytes");
+    /// # Ok::<(), herdless_pager::restore::RestoreError>(())
+    /// ```
     pub fn parse(text: &str, path: &Path) -> Result<Self, RestoreError> {
         let bad = |line: usize, reason: String| RestoreError::Trace {
             path: path.to_path_buf(),
@@ -266,6 +349,18 @@ impl Trace {
     /// # Errors
     /// [`RestoreError::Trace`]: the file cannot be read, or
     /// [`parse`](Self::parse) refuses it.
+    ///
+    /// # Examples
+    /// ```
+    /// use herdless_pager::restore::{RestoreError, Trace};
+    /// let path = std::env::temp_dir().join(format!("vm-{}.trace", std::process::id()));
+    /// let t = Trace::from_offsets(4096, 1 << 20, [0, 0x5000]);
+    /// std::fs::write(&path, t.to_text())?;
+    /// assert_eq!(Trace::read(&path)?, t);
+    /// std::fs::remove_file(&path)?;
+    /// assert!(matches!(Trace::read(&path), Err(RestoreError::Trace { .. }))); // gone
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn read(path: &Path) -> Result<Self, RestoreError> {
         let text = std::fs::read_to_string(path).map_err(|e| RestoreError::Trace {
             path: path.to_path_buf(),
@@ -318,6 +413,21 @@ mod tests {
         let t = Trace::parse(v1, Path::new("t")).unwrap();
         assert_eq!(t.file_len, 65536);
         assert_eq!(t.runs, vec![run(0x1000, 2, 4096), run(0x8000, 1, 4096)]);
+    }
+
+    #[test]
+    fn page_counts_summing_past_u64_saturate_instead_of_panicking() {
+        // Each run fits the (claimed) file; together they count more pages
+        // than a u64 holds.
+        let mut text = String::from("herdless-uffd trace 2\nfile-length 9223372036854775808\n");
+        for _ in 0..10_000 {
+            text.push_str("0x0 2251799813685248 4096\n");
+        }
+        let t = Trace::parse(&text, Path::new("t")).unwrap();
+        assert_eq!((t.pages(), t.bytes()), (u64::MAX, u64::MAX));
+        let declared = text.replacen("\n0x0", "\npages 1\n0x0", 1);
+        let e = Trace::parse(&declared, Path::new("t")).unwrap_err();
+        assert!(e.to_string().contains("says 1 pages"), "{e}");
     }
 
     #[test]

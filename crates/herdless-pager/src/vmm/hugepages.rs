@@ -30,11 +30,27 @@ std::thread_local! {
 /// At least `pages` free 2 MiB hugepages while this lives (see the module
 /// doc). Dropping it gives back the pages it added to the pool.
 ///
-/// ```no_run
+/// # Examples
+/// Guest memory of 2 MiB pages, as Firecracker's `"huge_pages": "2M"`
+/// (skipped, with the reason, where the pool cannot be grown: not root):
+/// ```
 /// use herdless_pager::vmm::{GuestMemory, Hugepages, HUGE_PAGE};
-/// let Ok(_pool) = Hugepages::reserve(4) else { return Ok(()) };
-/// let mem = GuestMemory::with_page_sizes(&[(4 * HUGE_PAGE, HUGE_PAGE)])?;
-/// assert_eq!(mem.regions()[0].page_size, HUGE_PAGE);
+/// # // Doc tests run side by side in processes of their own: one at a time on the pool.
+/// # let lock = std::env::temp_dir().join("herdless-doc-hugepages.lock");
+/// # let lock = std::fs::File::options().append(true).create(true).open(&lock).or_else(|_| std::fs::File::open(&lock))?;
+/// # rustix::fs::flock(&lock, rustix::fs::FlockOperation::LockExclusive)?;
+/// let pool = match Hugepages::reserve(1) {
+///     Ok(pool) => pool,
+///     Err(why) => { eprintln!("skipped: {why}"); return Ok(()) }
+/// };
+/// let guest = match GuestMemory::with_page_sizes(&[(HUGE_PAGE, HUGE_PAGE)]) {
+///     Ok(guest) => guest,
+///     Err(e) if e.raw_os_error() == Some(libc::EPERM) => return Ok(()), // no userfaultfd: skip
+///     Err(e) => return Err(e),
+/// };
+/// assert_eq!(guest.regions()[0].page_size, HUGE_PAGE);
+/// drop(guest);
+/// drop(pool); // the pool as it was
 /// # Ok::<(), std::io::Error>(())
 /// ```
 #[derive(Debug)]
@@ -128,6 +144,24 @@ impl Hugepages {
     /// Why it cannot, as one line for a skip message: no 2 MiB hugepages
     /// on this kernel, not root, the kernel could not find the memory
     /// (fragmented), or this thread holds a reservation already.
+    ///
+    /// # Examples
+    /// ```
+    /// use herdless_pager::vmm::Hugepages;
+    /// # let lock = std::env::temp_dir().join("herdless-doc-hugepages.lock");
+    /// # let lock = std::fs::File::options().append(true).create(true).open(&lock).or_else(|_| std::fs::File::open(&lock))?;
+    /// # rustix::fs::flock(&lock, rustix::fs::FlockOperation::LockExclusive)?;
+    /// match Hugepages::reserve(1) {
+    ///     Ok(pool) => {
+    ///         // One reservation per thread at a time.
+    ///         let again = Hugepages::reserve(1).err().unwrap();
+    ///         assert!(again.contains("holds a reservation already"), "{again}");
+    ///         drop(pool);
+    ///     }
+    ///     Err(why) => eprintln!("skipped: {why}"), // not root, and no free hugepages
+    /// }
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn reserve(pages: u64) -> Result<Hugepages, String> {
         if HOLDING.get() {
             return Err("this thread holds a reservation already: drop it first".into());
@@ -152,6 +186,21 @@ impl Hugepages {
     ///
     /// # Errors
     /// As [`reserve`](Self::reserve).
+    ///
+    /// # Examples
+    /// ```
+    /// use herdless_pager::vmm::Hugepages;
+    /// # let lock = std::env::temp_dir().join("herdless-doc-hugepages.lock");
+    /// # let lock = std::fs::File::options().append(true).create(true).open(&lock).or_else(|_| std::fs::File::open(&lock))?;
+    /// # rustix::fs::flock(&lock, rustix::fs::FlockOperation::LockExclusive)?;
+    /// if let Err(why) = Hugepages::reserve_until_exit(1) {
+    ///     eprintln!("skipped: {why}"); // not root, and no free hugepages
+    ///     return Ok(());
+    /// }
+    /// Hugepages::reserve_until_exit(1)?; // there already: nothing to do
+    /// // ... many measurements on 2 MiB pages; the pool shrinks back at exit.
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn reserve_until_exit(pages: u64) -> Result<(), String> {
         static HELD: Mutex<Option<(u64, Growth)>> = Mutex::new(None);
         extern "C" fn give_back() {
@@ -170,7 +219,7 @@ impl Hugepages {
                     pages,
                     Growth {
                         before: old.before,
-                        set: old.set + (more.set - more.before),
+                        set: old.set + more.set.saturating_sub(more.before),
                     },
                 ));
                 Ok(())

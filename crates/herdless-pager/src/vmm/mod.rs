@@ -19,25 +19,38 @@
 //! `"page_size": 2097152` for it; [`GuestMemory::with_page_sizes`] does the
 //! same, per region, from the hugepage pool (`hugepages.rs` reserves one for
 //! a test or a measurement).
+//!
+//! Files: this one sets the memory up; `handoff.rs` sends it to the
+//! handler; `access.rs` is the guest touching it (reads, the kernel's
+//! reads, balloon discards, a check of every byte).
 
+mod access;
+mod handoff;
 mod hugepages;
 
+pub use handoff::send_with_fds;
 pub use hugepages::Hugepages;
 
-use std::io::{self, IoSlice};
-use std::mem::MaybeUninit;
+use std::io;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
-use std::os::unix::net::UnixStream;
-use std::path::Path;
 
 use linux_raw_sys::general as uapi;
 use rustix::mm::{MapFlags, ProtFlags};
-use rustix::net::{SendAncillaryBuffer, SendAncillaryMessage, SendFlags};
 
 use crate::uffd::Uffd;
 
 /// One guest memory region: where it is, and where its bytes are in the
 /// memory file.
+///
+/// # Examples
+/// ```
+/// use herdless_pager::vmm::GuestMemory;
+/// let Ok(guest) = GuestMemory::new(&[1 << 20, 1 << 19]) else { return Ok(()) }; // no userfaultfd: skip
+/// let r = guest.regions()[1];
+/// assert_eq!((r.size, r.offset), (1 << 19, 1 << 20)); // back to back in the file
+/// assert_eq!(r.page_size, rustix::param::page_size());
+/// # Ok::<(), std::io::Error>(())
+/// ```
 #[derive(Clone, Copy, Debug)]
 pub struct GuestRegion {
     /// Its first byte's address in this process.
@@ -51,10 +64,47 @@ pub struct GuestRegion {
 }
 
 /// 2 MiB: a hugetlbfs page, as Firecracker's `"huge_pages": "2M"`.
+///
+/// # Examples
+/// The page sizes a region may have: the host's, and this one (from the
+/// hugepage pool: [`Hugepages`]' example); no other:
+/// ```
+/// use herdless_pager::vmm::{GuestMemory, HUGE_PAGE};
+/// assert_eq!(HUGE_PAGE, herdless_pager::restore::mappings::HUGE_PAGE); // the handler's
+/// assert!(GuestMemory::with_page_sizes(&[(HUGE_PAGE, 8192)]).is_err());
+/// ```
 pub const HUGE_PAGE: usize = crate::space::HUGE_PAGE;
 
 /// A VMM's guest memory, registered with a userfaultfd, as Firecracker
-/// sets it up for a restore.
+/// sets it up for a restore. Dropping it unmaps the memory (a handler
+/// still holding the userfaultfd then sees `ESRCH`/`ENOENT` on its fills,
+/// or the connection's end).
+///
+/// # Examples
+/// Firecracker's part of a restore, against `herdless-uffd`'s library
+/// serving a memory file:
+/// ```
+/// use herdless_pager::vmm::GuestMemory;
+/// let Ok(guest) = GuestMemory::new(&[1 << 20]) else { return Ok(()) }; // no userfaultfd: skip
+/// # use herdless_pager::restore::{Restore, RestoreOptions};
+/// # let dir = std::env::temp_dir().join(format!("herdless-vmm-doc-{}", std::process::id()));
+/// # std::fs::create_dir_all(&dir)?;
+/// # let file: Vec<u8> = (0..1 << 20).map(|i| (i % 251) as u8).collect();
+/// # std::fs::write(dir.join("vm.mem"), &file)?;
+/// # let mut opts = RestoreOptions::new(dir.join("uffd.sock"), dir.join("vm.mem"));
+/// # opts.quiet = true;
+/// # let restore = Restore::bind(opts)?;
+/// # let handler = std::thread::spawn(move || restore.run());
+/// # let socket = dir.join("uffd.sock");
+/// // herdless-uffd listens on `socket`, serving `file` (a 1 MiB memory file).
+/// let conn = guest.handoff(&socket)?; // the mappings and the userfaultfd
+/// guest.check_against(&file, 4, &|_| false)?; // every byte, from 4 threads
+/// drop(conn); // the VM exits
+/// let summary = handler.join().unwrap()?;
+/// assert_eq!(summary.pages_copied(), ((1 << 20) / rustix::param::page_size()) as u64);
+/// # std::fs::remove_dir_all(&dir)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub struct GuestMemory {
     uffd: OwnedFd,
     regions: Vec<GuestRegion>,
@@ -67,8 +117,22 @@ impl GuestMemory {
     /// that may not open a full userfaultfd (not root) gets a
     /// user-mode-only one (Linux 5.11+): the guest's accesses from user
     /// space still fault to the handler; only system calls that write into
-    /// a missing page would get `EFAULT` instead. Fails with `EPERM` where
-    /// neither can be opened.
+    /// a missing page would get `EFAULT` instead.
+    ///
+    /// # Errors
+    /// `EPERM` where neither userfaultfd can be opened; `Unsupported` if
+    /// the kernel's lacks `UFFD_FEATURE_EVENT_REMOVE`; `InvalidInput` for
+    /// a size the kernel refuses to map or register (zero, not a page
+    /// multiple: `EINVAL`); `ENOMEM` if it cannot be mapped.
+    ///
+    /// # Examples
+    /// ```
+    /// use herdless_pager::vmm::GuestMemory;
+    /// match GuestMemory::new(&[1 << 20]) {
+    ///     Ok(guest) => assert_eq!(guest.regions().len(), 1),
+    ///     Err(e) => eprintln!("no guest memory here: {e}"), // no userfaultfd for this process
+    /// }
+    /// ```
     pub fn new(sizes: &[usize]) -> io::Result<Self> {
         let page = rustix::param::page_size();
         let regions: Vec<(usize, usize)> = sizes.iter().map(|&s| (s, page)).collect();
@@ -78,8 +142,26 @@ impl GuestMemory {
     /// As [`new`](Self::new), one region per `(size, page size)`: a page
     /// size of [`HUGE_PAGE`] maps the region from the 2 MiB hugepage pool
     /// (`MAP_HUGETLB | MAP_HUGE_2MB`, as Firecracker with `"huge_pages":
-    /// "2M"`), which must hold enough free pages ([`Hugepages::reserve`]);
-    /// else `ENOMEM`.
+    /// "2M"`), which must hold enough free pages ([`Hugepages::reserve`]).
+    ///
+    /// # Errors
+    /// As [`new`](Self::new); `InvalidInput` for a page size other than
+    /// the host's and [`HUGE_PAGE`]; `ENOMEM` if the hugepage pool lacks
+    /// the pages.
+    ///
+    /// # Examples
+    /// Two regions of host pages around a gap, as Firecracker lays out an
+    /// x86 guest (a region of hugepages: [`Hugepages`]' example):
+    /// ```
+    /// use herdless_pager::vmm::GuestMemory;
+    /// let page = rustix::param::page_size();
+    /// let Ok(guest) = GuestMemory::with_page_sizes(&[(16 * page, page), (8 * page, page)]) else {
+    ///     return Ok(()); // no userfaultfd: skip
+    /// };
+    /// assert_eq!(guest.regions()[1].offset, 16 * page as u64);
+    /// assert!(GuestMemory::with_page_sizes(&[(3 << 20, 3 << 20)]).is_err()); // no such page size
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn with_page_sizes(regions: &[(usize, usize)]) -> io::Result<Self> {
         let wanted = u64::from(uapi::UFFD_FEATURE_EVENT_REMOVE);
         let (uffd, user_mode_only) = match Uffd::open(true, false, wanted) {
@@ -143,146 +225,47 @@ impl GuestMemory {
     /// Whether the userfaultfd is user-mode-only (this process may not open
     /// a full one): [`kernel_read`](Self::kernel_read) of a missing page
     /// then fails with `EFAULT` instead of faulting to the handler.
+    ///
+    /// # Examples
+    /// ```
+    /// use herdless_pager::vmm::GuestMemory;
+    /// let Ok(guest) = GuestMemory::new(&[1 << 20]) else { return Ok(()) }; // no userfaultfd: skip
+    /// if guest.is_user_mode_only() {
+    ///     println!("an ordinary user: the kernel's own reads of missing pages fail");
+    /// }
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn is_user_mode_only(&self) -> bool {
         self.user_mode_only
     }
 
     /// The regions, in the order given.
+    ///
+    /// # Examples
+    /// ```
+    /// use herdless_pager::vmm::GuestMemory;
+    /// let Ok(guest) = GuestMemory::new(&[1 << 20, 2 << 20]) else { return Ok(()) }; // no userfaultfd: skip
+    /// let sizes: Vec<usize> = guest.regions().iter().map(|r| r.size).collect();
+    /// assert_eq!(sizes, [1 << 20, 2 << 20]);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn regions(&self) -> &[GuestRegion] {
         &self.regions
     }
 
-    /// The userfaultfd.
+    /// The userfaultfd (what [`handoff`](Self::handoff) sends).
+    ///
+    /// # Examples
+    /// ```
+    /// use std::os::fd::AsRawFd;
+    /// use herdless_pager::vmm::GuestMemory;
+    /// let Ok(guest) = GuestMemory::new(&[1 << 20]) else { return Ok(()) }; // no userfaultfd: skip
+    /// let link = std::fs::read_link(format!("/proc/self/fd/{}", guest.uffd().as_raw_fd()))?;
+    /// assert_eq!(link.to_str(), Some("anon_inode:[userfaultfd]"));
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn uffd(&self) -> BorrowedFd<'_> {
         self.uffd.as_fd()
-    }
-
-    /// The mapping list exactly as Firecracker serialises it.
-    pub fn mappings_json(&self) -> String {
-        let items: Vec<String> = self
-            .regions
-            .iter()
-            .map(|r| {
-                format!(
-                    "{{\"base_host_virt_addr\":{},\"size\":{},\"offset\":{},\"page_size\":{p},\"page_size_kib\":{p}}}",
-                    r.base,
-                    r.size,
-                    r.offset,
-                    p = r.page_size
-                )
-            })
-            .collect();
-        format!("[{}]", items.join(","))
-    }
-
-    /// Connects to the handler at `socket` and sends the mapping list with
-    /// the userfaultfd. Keep the connection open while the memory is in
-    /// use: dropping it tells the handler the VMM is gone.
-    pub fn handoff(&self, socket: &Path) -> io::Result<UnixStream> {
-        let stream = UnixStream::connect(socket)?;
-        send_with_fds(&stream, self.mappings_json().as_bytes(), &[self.uffd()])?;
-        Ok(stream)
-    }
-
-    /// Reads `len` bytes at `addr` the way the kernel does (`pwrite` from
-    /// guest memory into a memfd): a poisoned page fails with `EFAULT`
-    /// instead of raising `SIGBUS`.
-    pub fn kernel_read(&self, addr: usize, len: usize) -> io::Result<Vec<u8>> {
-        self.check(addr, len)?;
-        let fd = rustix::fs::memfd_create("herdless-vmm-read", rustix::fs::MemfdFlags::CLOEXEC)?;
-        // SAFETY: the range lies in one of our regions (checked), mapped
-        // while `self` lives; only the kernel reads it.
-        let bytes = unsafe { std::slice::from_raw_parts(addr as *const u8, len) };
-        let n = rustix::io::pwrite(&fd, bytes, 0)?;
-        let mut out = vec![0u8; n];
-        rustix::io::pread(&fd, &mut out, 0)?;
-        Ok(out)
-    }
-
-    /// Reads `len` bytes at `addr` from user space (a poisoned page raises
-    /// `SIGBUS`): how a guest touches its memory.
-    pub fn read(&self, addr: usize, buf: &mut [u8]) -> io::Result<()> {
-        self.check(addr, buf.len())?;
-        // SAFETY: the range lies in one of our regions (checked); it is
-        // never handed out as a Rust reference, so copying from it aliases
-        // nothing; missing pages fault and are served by the handler.
-        unsafe { std::ptr::copy_nonoverlapping(addr as *const u8, buf.as_mut_ptr(), buf.len()) };
-        Ok(())
-    }
-
-    /// `MADV_DONTNEED` on `[addr, addr + len)`, as Firecracker does for the
-    /// balloon: the handler receives a `REMOVE` event and the range reads
-    /// zeros afterwards.
-    pub fn discard(&self, addr: usize, len: usize) -> io::Result<()> {
-        self.check(addr, len)?;
-        // SAFETY: the range lies in one of our regions (checked); no Rust
-        // reference into guest memory exists.
-        unsafe { rustix::mm::madvise(addr as *mut _, len, rustix::mm::Advice::LinuxDontNeed) }?;
-        Ok(())
-    }
-
-    /// Reads every byte of every region from `threads` threads (each a
-    /// share of the pages, interleaved, so that the faults overlap) and
-    /// compares them with `file`, the memory file's bytes; `expect_zero`
-    /// says which addresses must read zeros instead (discarded ranges).
-    /// The first mismatch, as a message.
-    pub fn check_against(
-        &self,
-        file: &[u8],
-        threads: usize,
-        expect_zero: &(dyn Fn(usize) -> bool + Sync),
-    ) -> Result<(), String> {
-        let page = rustix::param::page_size();
-        let pages: Vec<(usize, u64)> = self
-            .regions
-            .iter()
-            .flat_map(|r| {
-                (0..r.size / page).map(move |k| (r.base + k * page, r.offset + (k * page) as u64))
-            })
-            .collect();
-        std::thread::scope(|s| {
-            let handles: Vec<_> = (0..threads.max(1))
-                .map(|t| {
-                    let pages = &pages;
-                    s.spawn(move || -> Result<(), String> {
-                        let mut buf = vec![0u8; page];
-                        for &(addr, off) in pages.iter().skip(t).step_by(threads.max(1)) {
-                            self.read(addr, &mut buf).map_err(|e| e.to_string())?;
-                            let zero = expect_zero(addr);
-                            for (k, &got) in buf.iter().enumerate() {
-                                let want = if zero { 0 } else { file[off as usize + k] };
-                                if got != want {
-                                    return Err(format!(
-                                        "byte {:#x} (file offset {:#x}) is {got:#x}, expected {want:#x}",
-                                        addr + k,
-                                        off as usize + k
-                                    ));
-                                }
-                            }
-                        }
-                        Ok(())
-                    })
-                })
-                .collect();
-            handles
-                .into_iter()
-                .try_for_each(|h| h.join().map_err(|_| "a reader panicked".to_string())?)
-        })
-    }
-
-    fn check(&self, addr: usize, len: usize) -> io::Result<()> {
-        let inside = self
-            .regions
-            .iter()
-            .any(|r| addr >= r.base && addr.checked_add(len).is_some_and(|e| e <= r.base + r.size));
-        if inside {
-            Ok(())
-        } else {
-            Err(io::Error::new(
-                io::ErrorKind::InvalidInput,
-                format!("{addr:#x}+{len:#x} is not inside one guest region"),
-            ))
-        }
     }
 }
 
@@ -293,37 +276,4 @@ impl Drop for GuestMemory {
             let _ = unsafe { rustix::mm::munmap(r.base as *mut _, r.size) };
         }
     }
-}
-
-/// Sends `bytes` on `stream` with `fds` attached (`SCM_RIGHTS`, none if
-/// empty), as one `sendmsg`.
-pub fn send_with_fds(stream: &UnixStream, bytes: &[u8], fds: &[BorrowedFd<'_>]) -> io::Result<()> {
-    let mut space = vec![MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(fds.len().max(1)))];
-    let mut control = SendAncillaryBuffer::new(&mut space);
-    if !fds.is_empty() && !control.push(SendAncillaryMessage::ScmRights(fds)) {
-        return Err(io::Error::other("ancillary buffer too small"));
-    }
-    let mut sent = 0;
-    while sent < bytes.len() {
-        let n = if sent == 0 {
-            rustix::net::sendmsg(
-                stream,
-                &[IoSlice::new(bytes)],
-                &mut control,
-                SendFlags::NOSIGNAL,
-            )?
-        } else {
-            rustix::net::send(stream, &bytes[sent..], SendFlags::NOSIGNAL)?
-        };
-        sent += n;
-    }
-    if bytes.is_empty() {
-        rustix::net::sendmsg(
-            stream,
-            &[IoSlice::new(bytes)],
-            &mut control,
-            SendFlags::NOSIGNAL,
-        )?;
-    }
-    Ok(())
 }

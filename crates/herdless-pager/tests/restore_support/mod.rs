@@ -18,6 +18,8 @@ use herdless_pager::vmm::{GuestMemory, Hugepages, HUGE_PAGE};
 #[path = "../common/skip.rs"]
 pub mod skip;
 
+pub mod files;
+
 pub const PAGE: usize = 4096;
 
 /// How long a handler may take to exit once the VMM is gone before the
