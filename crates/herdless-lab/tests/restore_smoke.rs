@@ -102,7 +102,11 @@ fn restore_from_s3_smoke_fetches_each_chunk_once_however_many_restores() {
     let opts = RunOptions::new(Suite::Smoke);
     let result = run_experiment(&exp, &opts).unwrap();
     let report = Report::new(Machine::detect(), &opts, SystemTime::now(), vec![result]);
-    let section = &report.experiments[0].sections[1];
+    let section = report.experiments[0]
+        .sections
+        .iter()
+        .find(|s| s.title.starts_with("restore from S3"))
+        .expect("the S3 table");
     let names: Vec<&str> = section.variants.iter().map(|v| v.name.as_str()).collect();
     assert_eq!(
         names,
