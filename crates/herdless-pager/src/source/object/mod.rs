@@ -32,7 +32,9 @@
 //!
 //! Opening the source makes one `HEAD` request (the object's size and
 //! ETag): a missing object or refused credentials are an error there,
-//! before anything is served.
+//! before anything is served. A store that gives no ETag (a plain HTTP
+//! server may not) is keyed in the host cache by size and modification
+//! time, and a change during the restore cannot be told there.
 //!
 //! The source keeps the chunks it has read in memory until it is dropped
 //! (the host cache keeps them on disk for the others).
