@@ -31,6 +31,12 @@ struct World {
     _env: MutexGuard<'static, ()>,
 }
 
+impl Drop for World {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
 fn dir(name: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("herdless-object-{}-{name}", std::process::id()));
     let _ = std::fs::remove_dir_all(&d);
