@@ -91,3 +91,64 @@ fn restore_smoke_measures_every_variant_with_the_counts_each_method_implies() {
         }
     }
 }
+
+#[test]
+fn restore_from_s3_smoke_fetches_each_chunk_once_however_many_restores() {
+    if let Err(e) = herdless_pager::vmm::GuestMemory::new(&[4096]) {
+        eprintln!("skipping: userfaultfd is not permitted here ({e})");
+        return;
+    }
+    let exp = experiments::find("restore").unwrap();
+    let opts = RunOptions::new(Suite::Smoke);
+    let result = run_experiment(&exp, &opts).unwrap();
+    let report = Report::new(Machine::detect(), &opts, SystemTime::now(), vec![result]);
+    let section = report.experiments[0]
+        .sections
+        .iter()
+        .find(|s| s.title.starts_with("restore from S3"))
+        .expect("the S3 table");
+    let names: Vec<&str> = section.variants.iter().map(|v| v.name.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "local-prefetch",
+            "s3-prefetch",
+            "s3-on-demand",
+            "s3-on-demand-4k",
+            "s3-prefetch-4x"
+        ]
+    );
+    for case in &section.cases {
+        let m = |variant: &str, name: &str| {
+            let cell = case.cells.iter().find(|c| c.variant == variant).unwrap();
+            assert!(
+                cell.errors.is_empty(),
+                "{variant} at {}: {:?}",
+                case.label,
+                cell.errors
+            );
+            cell.metrics[name].median
+        };
+        for v in [
+            "s3-prefetch",
+            "s3-on-demand",
+            "s3-on-demand-4k",
+            "s3-prefetch-4x",
+        ] {
+            assert_eq!(
+                m(v, "gets_per_chunk"),
+                1.0,
+                "{v} at {}: each chunk once",
+                case.label
+            );
+        }
+        // A 16 MiB object in 2 MiB chunks; the working set touches them all.
+        assert_eq!(m("s3-prefetch", "gets"), 8.0);
+        assert_eq!(m("s3-prefetch", "fetched_mib"), 16.0);
+        assert_eq!(m("s3-prefetch", "host_hits"), 0.0, "a cold cache");
+        // Four restores at once: the same GETs as one, the others hits.
+        assert_eq!(m("s3-prefetch-4x", "gets"), 8.0);
+        assert_eq!(m("s3-prefetch-4x", "fetched_mib"), 16.0);
+        assert_eq!(m("s3-prefetch-4x", "host_hits"), 24.0);
+    }
+}

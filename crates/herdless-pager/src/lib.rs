@@ -108,5 +108,7 @@ pub use error::PagerError;
 pub use pager::{
     HandlerMode, Pager, PagerBuilder, DEFAULT_FAULT_AROUND, MAX_FAULT_AROUND, MAX_HANDLERS,
 };
+#[cfg(feature = "object-store")]
+pub use source::object;
 pub use source::{FileSource, MemSource, PageSource, ZeroSource};
 pub use stats::{Latency, PagerStats};

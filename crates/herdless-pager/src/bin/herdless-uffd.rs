@@ -29,7 +29,12 @@ use herdless_pager::restore::{
 /// Listens on SOCKET (give its path to Firecracker's snapshot load as
 /// mem_backend {"backend_type": "Uffd", "backend_path": SOCKET}), receives
 /// the VMM's guest memory mappings and userfaultfd, and serves every page
-/// fault from MEMORY_FILE until the VMM exits. Needs root, or access to
+/// fault from MEMORY_FILE until the VMM exits. MEMORY_FILE (and the
+/// --prefetch, --populate and --record traces) may be an object URL,
+/// s3://BUCKET/KEY (or gs://, az://, http(s)://, file://), read in chunks
+/// through a host cache; the store's endpoint, region and credentials come
+/// from the environment (AWS_ENDPOINT_URL, AWS_REGION, AWS_ACCESS_KEY_ID,
+/// AWS_SECRET_ACCESS_KEY, AWS_ALLOW_HTTP...). Needs root, or access to
 /// /dev/userfaultfd for the VMM; runs as any user that can read the
 /// memory file and reach the socket.
 #[derive(Debug, Parser)]
@@ -45,7 +50,7 @@ use herdless_pager::restore::{
 struct Cli {
     /// Unix socket to create and listen on (must not exist).
     socket: PathBuf,
-    /// The snapshot's guest memory file.
+    /// The snapshot's guest memory file, or its object URL.
     memory_file: PathBuf,
     /// Fault-around window in bytes (a power of two, one page to 2 MiB;
     /// default one page: off, as Firecracker's example handler, and what
@@ -99,6 +104,39 @@ struct Cli {
     /// Log nothing but errors and the summary.
     #[arg(long)]
     quiet: bool,
+    #[cfg(feature = "object-store")]
+    #[command(flatten)]
+    object: ObjectArgs,
+}
+
+/// Reading an object URL.
+#[cfg(feature = "object-store")]
+#[derive(Debug, clap::Args)]
+#[command(next_help_heading = "Object stores (an object URL as MEMORY_FILE)")]
+struct ObjectArgs {
+    /// Bytes per range GET (a multiple of 4096; K and M suffixes).
+    #[arg(long, value_name = "BYTES", default_value = "2M", value_parser = parse_bytes)]
+    chunk_size: usize,
+    /// The host chunk cache, shared by every herdless-uffd on the host
+    /// [default: /var/cache/herdless-uffd for root, else
+    /// $XDG_CACHE_HOME/herdless-uffd]
+    #[arg(long, value_name = "DIR", conflicts_with = "no_cache")]
+    cache_dir: Option<PathBuf>,
+    /// Use no host cache: fetch every chunk from the store.
+    #[arg(long)]
+    no_cache: bool,
+    /// Bytes the host cache may hold, all objects together, least recently
+    /// used evicted first (K, M and G suffixes).
+    #[arg(long, value_name = "BYTES", default_value = "8G", value_parser = parse_bytes)]
+    cache_max: usize,
+    /// Chunks the prefetch fetches at once (a fault's chunk is fetched at
+    /// once, ahead of them).
+    #[arg(long, value_name = "N", default_value_t = herdless_pager::object::DEFAULT_FETCH_CONCURRENCY)]
+    fetch_concurrency: usize,
+    /// Tries after the first for a GET that fails (5xx, the network);
+    /// then the chunk's pages are poisoned (SIGBUS in the guest).
+    #[arg(long, value_name = "N", default_value_t = 4)]
+    fetch_retries: u32,
 }
 
 fn parse_bytes(s: &str) -> Result<usize, String> {
@@ -110,7 +148,8 @@ fn parse_bytes(s: &str) -> Result<usize, String> {
             let mult = match unit.as_str() {
                 "k" | "kib" | "kb" => 1 << 10,
                 "m" | "mib" | "mb" => 1 << 20,
-                _ => return Err(format!("unknown unit {:?} (use K or M)", &s[i..])),
+                "g" | "gib" | "gb" => 1 << 30,
+                _ => return Err(format!("unknown unit {:?} (use K, M or G)", &s[i..])),
             };
             (&s[..i], mult)
         }
@@ -169,6 +208,23 @@ fn main() -> ExitCode {
         handoff_timeout,
         stop_on_signals: true,
         quiet: cli.quiet,
+        #[cfg(feature = "object-store")]
+        object: herdless_pager::object::ObjectOptions {
+            chunk_size: cli.object.chunk_size as u64,
+            cache_dir: if cli.object.no_cache {
+                None
+            } else {
+                Some(
+                    cli.object
+                        .cache_dir
+                        .unwrap_or_else(herdless_pager::object::default_cache_dir),
+                )
+            },
+            cache_max: cli.object.cache_max as u64,
+            fetch_concurrency: cli.object.fetch_concurrency,
+            retries: cli.object.fetch_retries,
+            ..herdless_pager::object::ObjectOptions::default()
+        },
         ..defaults
     };
     debug_assert_eq!(DEFAULT_SOCKET_MODE, 0o600);

@@ -45,6 +45,11 @@ impl Shared {
     ) {
         let mut i = pages.start;
         while i < pages.end && !self.stopping() {
+            // A slow source (an object store) is waited for outside the
+            // fill guard (see `thread.rs`).
+            let run = (pages.end - i).min(run_max);
+            self.source
+                .wait_ready(self.space.source_offset(i), run * self.page);
             let first = i;
             let deferred = {
                 let _fill = self.fence.before_fill();

@@ -85,6 +85,15 @@ impl Shared {
             if let Some(count) = self.per_handler.get(idx) {
                 count.fetch_add(1, Ordering::Relaxed);
             }
+            // A source that may wait long (an object store) is waited for
+            // before the fill guard: a fill holding it keeps every handler
+            // from reading the userfaultfd (contract 9's fence).
+            if let Some(page) = self.space.page_of(address) {
+                if self.space.has_source(page) && self.states.is_missing(page) {
+                    self.source
+                        .wait_ready(self.space.source_offset(page), self.page);
+                }
+            }
             // Claims and fills only under the fence's fill guard (contract 9).
             let _fill = self.fence.before_fill();
             let Some(page) = self.space.page_of(address) else {

@@ -42,6 +42,10 @@ pub enum RestoreError {
     /// could not start (threads, memory).
     #[error(transparent)]
     Pager(#[from] PagerError),
+    /// The memory object (or a trace object) could not be opened or read.
+    #[cfg(feature = "object-store")]
+    #[error(transparent)]
+    Object(#[from] crate::object::ObjectError),
     /// The memory file cannot be opened, or is not a regular file.
     #[error("memory file {}: {source}", path.display())]
     MemoryFile {

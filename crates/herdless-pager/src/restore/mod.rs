@@ -26,6 +26,7 @@
 mod error;
 mod handoff;
 pub mod mappings;
+mod memory;
 mod output;
 mod prefetch;
 mod server;
@@ -45,7 +46,8 @@ pub use summary::{Ending, RestoreSummary};
 pub use trace::{Run, Trace};
 
 use crate::pager::config;
-use crate::{FileSource, PagerError};
+use crate::PagerError;
+use memory::MemorySource;
 use signals::Signals;
 use socket_file::SocketFile;
 
@@ -102,7 +104,8 @@ const READ_AHEAD_STEP: u64 = 64 << 20;
 pub struct RestoreOptions {
     /// The socket to listen on (Firecracker's `mem_backend.backend_path`).
     pub socket: PathBuf,
-    /// The snapshot's memory file.
+    /// The snapshot's memory file, or (feature `object-store`) an object
+    /// URL: `s3://BUCKET/KEY`, `gs://`, `az://`, `http(s)://`, `file://`.
     pub memory_file: PathBuf,
     /// Fault-around window in bytes. Default one page: off, as
     /// Firecracker's example handler, unlike a [`Pager`](crate::Pager)'s
@@ -146,6 +149,10 @@ pub struct RestoreOptions {
     pub stop_on_signals: bool,
     /// Log nothing (connections, refusals, warnings) to standard error.
     pub quiet: bool,
+    /// How an object URL is read (chunks, host cache, fetching); the
+    /// store's settings and credentials come from the environment.
+    #[cfg(feature = "object-store")]
+    pub object: crate::object::ObjectOptions,
 }
 
 impl RestoreOptions {
@@ -181,6 +188,8 @@ impl RestoreOptions {
             handoff_timeout: DEFAULT_HANDOFF_TIMEOUT,
             stop_on_signals: false,
             quiet: false,
+            #[cfg(feature = "object-store")]
+            object: crate::object::ObjectOptions::default(),
         }
     }
 }
@@ -271,7 +280,10 @@ pub struct Restore {
     /// `SIGINT`/`SIGTERM`, with `stop_on_signals`.
     signals: Option<Signals>,
     /// Taken by `run`.
-    source: Option<FileSource>,
+    source: Option<MemorySource>,
+    /// The object served, if any (its figures, after `run` took the source).
+    #[cfg(feature = "object-store")]
+    object: Option<crate::object::ObjectSource>,
     file_len: u64,
     trace: Option<Trace>,
     /// Where `--record` and `--stats-json` are written (checked).
@@ -335,16 +347,13 @@ impl Restore {
         let targets = Self::check_outputs(&opts)?;
         // From here on a signal ends the restore through its exits.
         let signals = opts.stop_on_signals.then(Signals::block).transpose()?;
-        let source = FileSource::open(&opts.memory_file).map_err(|e| match e {
-            PagerError::SourceOpen { path, source } => RestoreError::MemoryFile { path, source },
-            other => RestoreError::Pager(other),
-        })?;
-        let file_len = crate::PageSource::len(&source);
+        let source = MemorySource::open(&opts)?;
+        let file_len = source.len();
         // A trace must come from this memory file (a prefetch trace and a
         // populate trace alike); its page sizes need not be the restore's
         // (`trace.rs`: served by bytes).
         let checked = |path: &PathBuf| -> Result<Trace, RestoreError> {
-            let t = Trace::read(path)?;
+            let t = memory::read_trace(path, &opts)?;
             if t.file_len != file_len {
                 return Err(RestoreError::Trace {
                     path: path.clone(),
@@ -397,13 +406,17 @@ impl Restore {
             );
         }
         let mut targets = targets.into_iter();
-        let record_to = opts.record.as_ref().and_then(|_| targets.next());
-        let stats_to = opts.stats_json.as_ref().and_then(|_| targets.next());
+        // (An object URL has no file target: `check_outputs` left it out.)
+        let file = |p: &Option<PathBuf>| p.as_ref().filter(|p| !memory::is_url(p)).is_some();
+        let record_to = file(&opts.record).then(|| targets.next()).flatten();
+        let stats_to = file(&opts.stats_json).then(|| targets.next()).flatten();
         Ok(Restore {
             opts,
             listener,
             _socket_file: socket_file,
             signals,
+            #[cfg(feature = "object-store")]
+            object: source.object().cloned(),
             source: Some(source),
             file_len,
             trace,
@@ -433,7 +446,21 @@ impl Restore {
         if let Populate::Trace(p) = &opts.populate {
             inputs.push(("the --populate trace", p));
         }
-        output::check(&outputs, &inputs)
+        // An object URL is written with one PUT at the end (`memory.rs`):
+        // never over an input object; the files are checked as files.
+        let (urls, files): (Vec<_>, Vec<_>) =
+            outputs.into_iter().partition(|w| memory::is_url(w.path));
+        for w in &urls {
+            if let Some((what, _)) = inputs.iter().find(|(_, p)| *p == w.path) {
+                return Err(RestoreError::Usage(format!(
+                    "{} {} is also {what}: an output never replaces an input",
+                    w.option,
+                    w.path.display()
+                )));
+            }
+        }
+        inputs.retain(|(_, p)| !memory::is_url(p));
+        output::check(&files, &inputs)
     }
 
     /// The socket's path (as given in [`RestoreOptions::socket`]).
@@ -520,7 +547,7 @@ impl Restore {
 /// between two steps: `Err` if one came, `Ok` with how reading went
 /// otherwise (a failure to read ahead is only a warning).
 fn read_ahead(
-    source: &FileSource,
+    source: &MemorySource,
     ranges: &[(u64, u64)],
     signals: Option<&Signals>,
 ) -> Result<Result<(), PagerError>, RestoreError> {

@@ -17,6 +17,7 @@ use rustix::io::Errno;
 
 use super::handoff::{self, Peer};
 use super::mappings::GuestMapping;
+use super::memory::MemorySource;
 use super::signals::Signals;
 use super::summary::{Ending, RestoreSummary};
 use super::trace::Trace;
@@ -26,7 +27,7 @@ use crate::pager::fault_path::FaultPath;
 use crate::source::GuardedSource;
 use crate::space::{Space, Span};
 use crate::uffd::Uffd;
-use crate::{FileSource, HandlerMode};
+use crate::HandlerMode;
 
 /// Pages per `UFFDIO_COPY` when copying everything up front.
 const COPY_ALL_CHUNK: usize = 512;
@@ -36,7 +37,7 @@ pub(super) fn serve(
     restore: &mut Restore,
     conn: UnixStream,
     uffd: Uffd,
-    source: FileSource,
+    source: MemorySource,
     mappings: &[GuestMapping],
 ) -> Result<RestoreSummary, RestoreError> {
     let started = Instant::now();
@@ -85,7 +86,7 @@ pub(super) fn serve(
     let path = FaultPath::new(
         uffd,
         space,
-        GuardedSource::new(Box::new(source))?,
+        GuardedSource::new(source.boxed())?,
         DiscardFence::reads_exclusive(),
     )
     .window(opts.fault_around)
@@ -153,7 +154,16 @@ pub(super) fn serve(
     } else {
         0
     };
+    #[cfg(feature = "object-store")]
+    let object = restore.object.as_ref().map(|o| {
+        for w in o.warnings() {
+            log.line(&format!("warning: {w}"));
+        }
+        o.stats()
+    });
     let mut summary = RestoreSummary {
+        #[cfg(feature = "object-store")]
+        object,
         stats,
         ending,
         served_for: started.elapsed(),
@@ -251,7 +261,7 @@ fn stop(shared: &Shared, handlers: Vec<JoinHandle<()>>, prefetchers: Vec<JoinHan
 /// Writes the working-set trace (`--record`), beside its target and
 /// renamed over it; the pages written.
 fn write_record(restore: &mut Restore, shared: &Shared, errors: &mut Vec<String>) -> u64 {
-    let (Some(target), Some(pages)) = (restore.record_to.take(), shared.record.as_ref()) else {
+    let Some(pages) = shared.record.as_ref() else {
         return 0;
     };
     let pages = pages.lock().map(|p| p.clone()).unwrap_or_default();
@@ -261,8 +271,20 @@ fn write_record(restore: &mut Restore, shared: &Shared, errors: &mut Vec<String>
             .iter()
             .map(|&p| (shared.space.source_offset(p), shared.page_size(p) as u64)),
     );
-    if let Err(e) = output::write_beside(&target, trace.to_text().as_bytes()) {
-        let msg = format!("cannot write the trace {}: {e}", target.display());
+    let target = restore.record_to.take();
+    let written = match (&target, restore.opts.record.as_ref()) {
+        (Some(target), _) => output::write_beside(target, trace.to_text().as_bytes())
+            .map_err(|e| (target.clone(), e.to_string())),
+        // An object URL: one PUT.
+        #[cfg(feature = "object-store")]
+        (None, Some(url)) if super::memory::is_url(url) => {
+            super::memory::write_trace_object(url, trace.to_text(), &restore.opts)
+                .map_err(|e| (url.clone(), e.to_string()))
+        }
+        _ => Ok(()),
+    };
+    if let Err((path, e)) = written {
+        let msg = format!("cannot write the trace {}: {e}", path.display());
         restore.log.line(&msg);
         errors.push(msg);
     }

@@ -105,6 +105,9 @@ pub struct RestoreSummary {
     /// The page sizes served, in bytes, smallest first (the host's, and
     /// 2 MiB for hugetlbfs regions).
     pub page_sizes: Vec<usize>,
+    /// What the object source did, when serving an object URL.
+    #[cfg(feature = "object-store")]
+    pub object: Option<crate::object::ObjectStats>,
 }
 
 impl RestoreSummary {
@@ -224,10 +227,14 @@ impl RestoreSummary {
     pub fn line(&self) -> String {
         let s = &self.stats;
         let us = |d: Duration| d.as_micros();
+        #[cfg(feature = "object-store")]
+        let object = self.object.as_ref().map(object_part).unwrap_or_default();
+        #[cfg(not(feature = "object-store"))]
+        let object = String::new();
         format!(
             "herdless-uffd: {} faults served, {} pages copied ({:.1} MiB; {} on demand, {} \
              fault-around, {} prefetched), {} zeroed, {} discarded, {} poisoned; fault latency \
-             p50 {}us p99 {}us; {} errors; {} after {:.1} s",
+             p50 {}us p99 {}us; {}{} errors; {} after {:.1} s",
             s.faults,
             self.pages_copied(),
             self.bytes_copied() as f64 / f64::from(1 << 20),
@@ -239,6 +246,7 @@ impl RestoreSummary {
             s.poisoned_pages,
             us(s.latency.p50),
             us(s.latency.p99),
+            object,
             self.errors.len(),
             self.ending,
             self.served_for.as_secs_f64()
@@ -311,6 +319,73 @@ impl RestoreSummary {
             "trace_unmapped": self.trace_unmapped,
             "recorded_pages": self.recorded_pages,
             "errors": self.errors,
+            "object": self.object_json(),
         })
     }
+
+    #[cfg(feature = "object-store")]
+    fn object_json(&self) -> serde_json::Value {
+        self.object
+            .as_ref()
+            .map_or(serde_json::Value::Null, object_json)
+    }
+
+    #[cfg(not(feature = "object-store"))]
+    fn object_json(&self) -> serde_json::Value {
+        serde_json::Value::Null
+    }
+}
+
+/// The object source's part of the one line (ends with "; ").
+#[cfg(feature = "object-store")]
+fn object_part(o: &crate::object::ObjectStats) -> String {
+    let ms = |d: Duration| d.as_secs_f64() * 1e3;
+    format!(
+        "object: {} fetches ({:.1} MiB, {} retried, {} chunks failed), {} host cache hits, {} \
+         process hits, fetch p50 {:.1}ms p99 {:.1}ms, {} chunk waits (p99 {:.1}ms); ",
+        o.fetches,
+        o.fetched_bytes as f64 / f64::from(1 << 20),
+        o.fetch_retries,
+        o.chunks_failed,
+        o.host_hits,
+        o.process_hits,
+        ms(o.fetch_latency.p50),
+        ms(o.fetch_latency.p99),
+        o.chunk_waits,
+        ms(o.wait_latency.p99),
+    )
+}
+
+/// The object source's figures as JSON.
+#[cfg(feature = "object-store")]
+fn object_json(o: &crate::object::ObjectStats) -> serde_json::Value {
+    let ns = |d: Duration| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
+    let lat = |l: &crate::Latency| {
+        json!({
+            "count": l.count,
+            "mean": ns(l.mean),
+            "p50": ns(l.p50),
+            "p99": ns(l.p99),
+            "max": ns(l.max),
+        })
+    };
+    json!({
+        "chunk_size": o.chunk_size,
+        "chunks": o.chunks,
+        "fetches": o.fetches,
+        "prefetch_fetches": o.prefetch_fetches,
+        "fetched_bytes": o.fetched_bytes,
+        "fetch_failures": o.fetch_failures,
+        "fetch_retries": o.fetch_retries,
+        "chunks_failed": o.chunks_failed,
+        "process_hits": o.process_hits,
+        "host_hits": o.host_hits,
+        "host_lock_waits": o.host_lock_waits,
+        "host_lock_timeouts": o.host_lock_timeouts,
+        "chunk_waits": o.chunk_waits,
+        "cache_write_errors": o.cache_write_errors,
+        "cache_evictions": o.cache_evictions,
+        "fetch_latency_ns": lat(&o.fetch_latency),
+        "wait_latency_ns": lat(&o.wait_latency),
+    })
 }

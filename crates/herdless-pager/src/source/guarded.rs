@@ -113,6 +113,12 @@ impl GuardedSource {
         Ok(n.min(buf.len()))
     }
 
+    /// See [`PageSource::wait_ready`]; a panic is ignored (the read that
+    /// follows reports the source's failure).
+    pub(crate) fn wait_ready(&self, offset: u64, len: usize) {
+        let _ = guarded(|| self.inner.wait_ready(offset, len));
+    }
+
     /// See [`PageSource::resident`]; clamped to `len`, 0 on a panic.
     pub(crate) fn resident(&self, offset: u64, len: usize) -> usize {
         guarded(|| self.inner.resident(offset, len)).map_or(0, |n| n.min(len))

@@ -9,6 +9,8 @@ mod file;
 mod file_map;
 mod guarded;
 mod mem;
+#[cfg(feature = "object-store")]
+pub mod object;
 mod zero;
 
 use std::io;
@@ -74,6 +76,17 @@ pub trait PageSource: Send + Sync + 'static {
     /// sources, which read a file or their own bytes, say `false`.
     fn may_touch_region(&self) -> bool {
         true
+    }
+
+    /// Blocks until `[offset, offset + len)` can be read without waiting
+    /// (or reading it would fail at once). The pager calls it before it
+    /// takes the locks a fill holds (a fill of another process's memory
+    /// keeps the handlers from reading the userfaultfd while it runs), so
+    /// that a source that may wait long, such as an object store, holds up
+    /// only the fault that waits for it. The default does nothing: a
+    /// file's or memory's reads are short.
+    fn wait_ready(&self, offset: u64, len: usize) {
+        let _ = (offset, len);
     }
 
     /// With [`memory`](PageSource::memory): how many bytes from `offset`

@@ -44,6 +44,7 @@
 
 mod balloon;
 mod run;
+mod s3;
 mod workload;
 
 use serde::Serialize;
@@ -180,4 +181,5 @@ pub fn experiment() -> Experiment {
     )
     .section(s)
     .section(b)
+    .section(s3::section())
 }

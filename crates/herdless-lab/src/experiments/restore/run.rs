@@ -17,7 +17,7 @@ use super::{How, Params};
 use crate::harness::{gang, Case, LabError, Sample};
 
 /// Handler threads: one per workload thread, at most 2 (the CPUs here).
-fn handlers(threads: usize) -> usize {
+pub(super) fn handlers(threads: usize) -> usize {
     threads.clamp(1, 2)
 }
 
@@ -36,10 +36,10 @@ pub(super) fn restore_err(e: herdless_pager::restore::RestoreError) -> LabError 
 }
 
 /// What one restore measured.
-struct Restored {
+pub(super) struct Restored {
     /// From the handoff to the last thread's last touch.
-    time: Duration,
-    summary: RestoreSummary,
+    pub(super) time: Duration,
+    pub(super) summary: RestoreSummary,
 }
 
 /// Restores `snapshot` with `opts` into guest memory of `page`-byte pages
@@ -47,7 +47,7 @@ struct Restored {
 /// that every repetition after the warm-up finds them as a host with a
 /// boot-time pool does; [`LabError::Unavailable`] where they cannot be),
 /// the workload touching `runs` from `threads` threads; checks every sum.
-fn restore(
+pub(super) fn restore(
     snapshot: &Snapshot,
     mut opts: RestoreOptions,
     page: usize,
@@ -115,7 +115,7 @@ fn restore(
 
 /// The working-set trace of a case, recorded once (a 4 KiB on-demand
 /// restore, untimed) and kept for the lab's lifetime.
-fn trace_for(
+pub(super) fn trace_for(
     snapshot: &Snapshot,
     p: &Params,
     runs: &[(usize, usize)],

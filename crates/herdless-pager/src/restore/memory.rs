@@ -1,0 +1,129 @@
+//! What a restore serves from: the snapshot's memory file, or (feature
+//! `object-store`) an object URL (`s3://BUCKET/KEY`, `gs://`, `az://`,
+//! `http(s)://`, `file://`) read through the host chunk cache
+//! ([`ObjectSource`](crate::object::ObjectSource)); and the working-set
+//! traces, which may be object URLs too (read whole; a `--record` trace
+//! is written with one PUT at the end).
+//!
+//! With an object, "reading the file ahead" (`--populate`, and the pages
+//! `--prefetch` installs) means starting to fetch those chunks, in trace
+//! order, as soon as the handler starts: it does not wait for them
+//! before listening.
+
+use std::path::Path;
+
+use super::{RestoreError, RestoreOptions, Trace};
+use crate::{FileSource, PageSource, PagerError};
+
+/// The bytes a restore serves.
+pub(crate) enum MemorySource {
+    /// A local file.
+    File(FileSource),
+    /// An object in a store.
+    #[cfg(feature = "object-store")]
+    Object(crate::object::ObjectSource),
+}
+
+/// Whether `path` is an object URL this build reads.
+pub(crate) fn is_url(path: &Path) -> bool {
+    #[cfg(feature = "object-store")]
+    {
+        path.to_str().is_some_and(crate::object::is_object_url)
+    }
+    #[cfg(not(feature = "object-store"))]
+    {
+        let _ = path;
+        false
+    }
+}
+
+impl MemorySource {
+    /// Opens the memory file or object of `opts` (an object: its `HEAD`,
+    /// so a missing object or refused credentials stop the restore here,
+    /// before it listens).
+    pub(crate) fn open(opts: &RestoreOptions) -> Result<Self, RestoreError> {
+        #[cfg(feature = "object-store")]
+        if is_url(&opts.memory_file) {
+            let url = opts.memory_file.to_string_lossy();
+            return Ok(MemorySource::Object(crate::object::ObjectSource::open(
+                &url,
+                &opts.object,
+            )?));
+        }
+        FileSource::open(&opts.memory_file)
+            .map(MemorySource::File)
+            .map_err(|e| match e {
+                PagerError::SourceOpen { path, source } => {
+                    RestoreError::MemoryFile { path, source }
+                }
+                other => RestoreError::Pager(other),
+            })
+    }
+
+    /// Bytes of memory.
+    pub(crate) fn len(&self) -> u64 {
+        match self {
+            MemorySource::File(f) => f.len(),
+            #[cfg(feature = "object-store")]
+            MemorySource::Object(o) => o.len(),
+        }
+    }
+
+    /// Prepares `[offset, offset + len)` to be copied: a file's pages read
+    /// and mapped; an object's chunks queued for the fetcher (returns at
+    /// once).
+    pub(crate) fn populate(&self, offset: u64, len: u64) -> Result<(), PagerError> {
+        match self {
+            MemorySource::File(f) => f.populate(offset, len),
+            #[cfg(feature = "object-store")]
+            MemorySource::Object(o) => {
+                o.prefetch([(offset, len)]);
+                Ok(())
+            }
+        }
+    }
+
+    /// The object, if serving one.
+    #[cfg(feature = "object-store")]
+    pub(crate) fn object(&self) -> Option<&crate::object::ObjectSource> {
+        match self {
+            MemorySource::Object(o) => Some(o),
+            MemorySource::File(_) => None,
+        }
+    }
+
+    /// The source the handlers read.
+    pub(crate) fn boxed(self) -> Box<dyn PageSource> {
+        match self {
+            MemorySource::File(f) => Box::new(f),
+            #[cfg(feature = "object-store")]
+            MemorySource::Object(o) => Box::new(o),
+        }
+    }
+}
+
+/// Reads the trace at `path` (a file, or an object URL).
+pub(crate) fn read_trace(path: &Path, opts: &RestoreOptions) -> Result<Trace, RestoreError> {
+    #[cfg(feature = "object-store")]
+    if is_url(path) {
+        let bytes = crate::object::read_object(&path.to_string_lossy(), &opts.object)?;
+        let text = String::from_utf8(bytes).map_err(|_| RestoreError::Trace {
+            path: path.to_path_buf(),
+            reason: "not text".into(),
+        })?;
+        return Trace::parse(&text, path);
+    }
+    let _ = opts;
+    Trace::read(path)
+}
+
+/// Writes a recorded trace's `text` to `path`, an object URL (one PUT).
+#[cfg(feature = "object-store")]
+pub(crate) fn write_trace_object(
+    path: &Path,
+    text: String,
+    opts: &RestoreOptions,
+) -> Result<(), RestoreError> {
+    crate::object::write_object(&path.to_string_lossy(), text.into_bytes(), &opts.object)?;
+    Ok(())
+}

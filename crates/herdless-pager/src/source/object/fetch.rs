@@ -1,0 +1,312 @@
+//! Fetching chunks: the host cache first, then a range GET (with the
+//! object's ETag as `If-Match`, and the ETag of the answer checked too),
+//! retried with exponential backoff while the failure is one that may
+//! pass; and the prefetch queue, drained in order by at most
+//! `fetch_concurrency` tasks.
+//!
+//! # Who drives the async client
+//! `object_store` is async. The source owns a tokio runtime with threads
+//! of its own (`herdless-fetch`); every fetch is a task spawned on it with
+//! [`Handle::spawn`](tokio::runtime::Handle::spawn), which any thread may
+//! call. The threads that need bytes (the pager's handlers and prefetch
+//! threads) never enter the runtime and never `block_on` it: they wait on
+//! the chunk's slot (`chunks.rs`), which the task completes. A task always
+//! completes its slot, also when the fetch panics, so no reader waits for
+//! a fetch that will never end; every GET has a request timeout, the
+//! retries are bounded, and so is a wait for another process's lock on
+//! the host cache. The cache's file work (open, read, write, rename,
+//! `flock`) runs on the runtime's blocking threads.
+//!
+//! # Demand first
+//! A reader that needs a chunk nobody is fetching starts its fetch at once
+//! (also one queued for the prefetch but not yet started: it takes it
+//! over), so a demand fault never waits behind the prefetch's queue; the
+//! prefetch's tasks skip chunks a reader took. Readers thus wait only for
+//! their own chunks.
+
+use std::collections::VecDeque;
+use std::ops::Range;
+use std::panic::AssertUnwindSafe;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use futures_util::FutureExt;
+use object_store::{GetOptions, GetRange};
+
+use super::chunks::Chunks;
+use super::error::ObjectError;
+use super::host_cache::HostCache;
+use super::location::{redact, Location};
+use super::stats::Counters;
+
+/// The longest pause between two tries of a GET.
+const MAX_BACKOFF: Duration = Duration::from_secs(2);
+
+/// The prefetch's chunks still to fetch, and the tasks fetching them.
+#[derive(Default)]
+pub(crate) struct Queue {
+    order: VecDeque<usize>,
+    /// Tasks draining `order` (at most the concurrency); changed only
+    /// under the queue's lock, with `order`, so a task that finds the
+    /// queue empty and leaves is never counted by a `prefetch` that has
+    /// just added chunks.
+    drainers: usize,
+}
+
+/// Everything a fetch task needs (never the runtime itself: a task must
+/// not own what it runs on).
+pub(crate) struct Core {
+    pub(crate) handle: tokio::runtime::Handle,
+    pub(crate) loc: Location,
+    pub(crate) len: u64,
+    pub(crate) chunk_size: u64,
+    /// The object's ETag when it was opened (`None`: the store gives none).
+    pub(crate) etag: Option<String>,
+    pub(crate) chunks: Chunks,
+    pub(crate) cache: Option<HostCache>,
+    pub(crate) counters: Counters,
+    pub(crate) queue: Mutex<Queue>,
+    pub(crate) concurrency: usize,
+    pub(crate) retries: u32,
+    pub(crate) backoff: Duration,
+    pub(crate) lock_patience: Duration,
+    /// Things worth a line in the log (the first few), credentials blanked.
+    pub(crate) warnings: Mutex<Vec<String>>,
+}
+
+impl Core {
+    /// The bytes of chunk `i`.
+    pub(crate) fn range(&self, i: usize) -> Range<u64> {
+        let start = i as u64 * self.chunk_size;
+        start..(start + self.chunk_size).min(self.len)
+    }
+
+    pub(crate) fn warn(&self, msg: String) {
+        let mut w = self.warnings.lock().unwrap_or_else(PoisonError::into_inner);
+        if w.len() < 16 {
+            w.push(redact(&msg));
+        }
+    }
+
+    /// Starts the fetch of chunk `i`, whose slot the caller has just moved
+    /// to `Fetching`.
+    pub(crate) fn start_fetch(self: &Arc<Self>, i: usize) {
+        let core = Arc::clone(self);
+        self.handle
+            .spawn(async move { core.fetch_and_complete(i, false).await });
+    }
+
+    /// Fetches chunk `i` and completes its slot, whatever happens.
+    async fn fetch_and_complete(self: &Arc<Self>, i: usize, prefetch: bool) {
+        let outcome = AssertUnwindSafe(self.load(i, prefetch))
+            .catch_unwind()
+            .await;
+        let outcome = match outcome {
+            Ok(Ok(bytes)) => Ok(bytes),
+            Ok(Err(e)) => {
+                self.counters.add(&self.counters.chunks_failed, 1);
+                Err(format!("chunk {i} of {}: {e}", self.loc.shown))
+            }
+            Err(_) => {
+                self.counters.add(&self.counters.chunks_failed, 1);
+                Err(format!(
+                    "chunk {i} of {}: the fetch panicked",
+                    self.loc.shown
+                ))
+            }
+        };
+        self.chunks
+            .complete(i, outcome.map_err(|m| redact(&m).into()));
+    }
+
+    /// Chunk `i` from the host cache, or fetched (and then written there).
+    async fn load(self: &Arc<Self>, i: usize, prefetch: bool) -> Result<Bytes, ObjectError> {
+        if self.cache.is_none() {
+            return self.get(i, prefetch).await;
+        }
+        let want = (self.range(i).end - self.range(i).start) as usize;
+        if let Some(bytes) = self.cached(i, want).await {
+            self.counters.add(&self.counters.host_hits, 1);
+            return Ok(bytes);
+        }
+        let t0 = Instant::now();
+        let patience = self.lock_patience;
+        let lock = self.on_cache(move |c| c.lock(i, patience)).await;
+        let lock = match lock {
+            Ok(Some(file)) => Some(file),
+            Ok(None) => {
+                self.counters.add(&self.counters.host_lock_timeouts, 1);
+                None
+            }
+            Err(e) => {
+                self.warn(format!("cannot lock chunk {i} in the host cache: {e}"));
+                None
+            }
+        };
+        // Another process may have fetched it while we waited for the lock.
+        if let Some(bytes) = self.cached(i, want).await {
+            self.counters.add(&self.counters.host_hits, 1);
+            if t0.elapsed() > Duration::from_millis(1) {
+                self.counters.add(&self.counters.host_lock_waits, 1);
+            }
+            return Ok(bytes);
+        }
+        let bytes = self.get(i, prefetch).await?;
+        let written = bytes.clone();
+        if let Err(e) = self.on_cache(move |c| c.store(i, &written)).await {
+            self.counters.add(&self.counters.cache_write_errors, 1);
+            self.warn(format!("cannot write chunk {i} to the host cache: {e}"));
+        }
+        // Unlocked only now, after the rename: a waiter finds the chunk.
+        drop(lock);
+        Ok(bytes)
+    }
+
+    /// Chunk `i` from the host cache, if it has it whole.
+    async fn cached(self: &Arc<Self>, i: usize, want: usize) -> Option<Bytes> {
+        match self.on_cache(move |c| c.read(i, want)).await {
+            Ok(found) => found.map(Bytes::from),
+            Err(e) => {
+                self.warn(format!("cannot read chunk {i} from the host cache: {e}"));
+                None
+            }
+        }
+    }
+
+    /// Chunk `i` from the store: GETs until one succeeds, the failure is
+    /// final, or the retries are spent.
+    async fn get(&self, i: usize, prefetch: bool) -> Result<Bytes, ObjectError> {
+        let range = self.range(i);
+        let want = (range.end - range.start) as usize;
+        let mut backoff = self.backoff;
+        let mut tries = 0;
+        loop {
+            let t0 = Instant::now();
+            let err = match self.get_once(range.clone()).await {
+                Ok(bytes) if bytes.len() == want => {
+                    let c = &self.counters;
+                    c.fetch_latency.record(t0.elapsed());
+                    c.add(&c.fetches, 1);
+                    c.add(&c.fetched_bytes, want as u64);
+                    if prefetch {
+                        c.add(&c.prefetch_fetches, 1);
+                    }
+                    return Ok(bytes);
+                }
+                Ok(bytes) => ObjectError::Other {
+                    url: self.loc.shown.clone(),
+                    reason: format!("a GET of {want} bytes returned {}", bytes.len()),
+                },
+                Err(e) => e,
+            };
+            self.counters.add(&self.counters.fetch_failures, 1);
+            if !err.is_transient() || tries >= self.retries {
+                return Err(err);
+            }
+            tries += 1;
+            self.counters.add(&self.counters.fetch_retries, 1);
+            tokio::time::sleep(backoff).await;
+            backoff = (backoff * 2).min(MAX_BACKOFF);
+        }
+    }
+
+    /// One range GET, its answer's ETag checked against the one at the
+    /// start (a store that ignores `If-Match` is caught here).
+    async fn get_once(&self, range: Range<u64>) -> Result<Bytes, ObjectError> {
+        let opts = GetOptions {
+            range: Some(GetRange::Bounded(range)),
+            if_match: self.etag.clone(),
+            ..GetOptions::default()
+        };
+        let res = self
+            .loc
+            .store
+            .get_opts(&self.loc.path, opts)
+            .await
+            .map_err(|e| classify(&self.loc, self.etag.as_deref(), e))?;
+        if let (Some(was), Some(now)) = (&self.etag, &res.meta.e_tag) {
+            if was != now {
+                return Err(ObjectError::Changed {
+                    url: self.loc.shown.clone(),
+                    was: was.clone(),
+                    now: now.clone(),
+                });
+            }
+        }
+        res.bytes()
+            .await
+            .map_err(|e| classify(&self.loc, self.etag.as_deref(), e))
+    }
+
+    /// Queues `chunks` (in this order) for the prefetch, skipping those
+    /// already asked for, and starts tasks to fetch them, at most
+    /// `concurrency` at once.
+    pub(crate) fn prefetch(self: &Arc<Self>, chunks: impl IntoIterator<Item = usize>) {
+        let mut q = self.queue.lock().unwrap_or_else(PoisonError::into_inner);
+        for i in chunks {
+            if i < self.chunks.len() && self.chunks.queue(i) {
+                q.order.push_back(i);
+            }
+        }
+        while q.drainers < self.concurrency && q.drainers < q.order.len() {
+            q.drainers += 1;
+            let core = Arc::clone(self);
+            self.handle.spawn(async move { core.drain().await });
+        }
+    }
+
+    /// A prefetch task: fetches the queue's chunks in order until it is
+    /// empty.
+    async fn drain(self: Arc<Self>) {
+        loop {
+            let next = {
+                let mut q = self.queue.lock().unwrap_or_else(PoisonError::into_inner);
+                match q.order.pop_front() {
+                    Some(i) => i,
+                    None => {
+                        q.drainers -= 1;
+                        return;
+                    }
+                }
+            };
+            if self.chunks.claim_queued(next) {
+                self.fetch_and_complete(next, true).await;
+            }
+        }
+    }
+}
+
+/// What the source makes of a store's error.
+pub(crate) fn classify(loc: &Location, etag: Option<&str>, e: object_store::Error) -> ObjectError {
+    let url = loc.shown.clone();
+    let reason = redact(&e.to_string());
+    match e {
+        object_store::Error::NotFound { .. } => ObjectError::NotFound { url, reason },
+        object_store::Error::PermissionDenied { .. }
+        | object_store::Error::Unauthenticated { .. } => ObjectError::Denied { url, reason },
+        object_store::Error::Precondition { .. } => ObjectError::Changed {
+            url,
+            was: etag.unwrap_or("(none)").to_string(),
+            now: format!("another ({reason})"),
+        },
+        _ => ObjectError::Other { url, reason },
+    }
+}
+
+impl Core {
+    /// Runs `f` on the host cache, on the runtime's blocking threads (file
+    /// work, and `flock` waits, block).
+    async fn on_cache<T: Send + 'static>(
+        self: &Arc<Self>,
+        f: impl FnOnce(&HostCache) -> std::io::Result<T> + Send + 'static,
+    ) -> std::io::Result<T> {
+        let core = Arc::clone(self);
+        tokio::task::spawn_blocking(move || match &core.cache {
+            Some(c) => f(c),
+            None => Err(std::io::Error::other("no host cache")),
+        })
+        .await
+        .unwrap_or_else(|e| Err(std::io::Error::other(format!("host cache task: {e}"))))
+    }
+}

@@ -1,0 +1,550 @@
+//! [`ObjectSource`]: pages read from an object store (`s3://BUCKET/KEY`,
+//! `gs://`, `az://`, `http(s)://`, `file://`) in chunks, through a chunk
+//! cache shared by every process on the host (feature `object-store`).
+//!
+//! What production restores do (E2B pages guest memory from GCS or S3 in
+//! 4 MiB range reads with a node cache; BuildBuddy and AWS Lambda read
+//! chunks through a host cache with single flight per chunk), as a
+//! [`PageSource`]: `herdless-uffd` serves a Firecracker snapshot straight
+//! from an object URL.
+//!
+//! - **Chunks**: the object is read in range GETs of
+//!   [`chunk_size`](ObjectOptions::chunk_size) bytes; within a process, one
+//!   fetch per chunk however many threads want it (`chunks.rs`).
+//! - **Host cache**: fetched chunks go to a directory shared by every
+//!   `herdless-uffd` on the host, keyed by the object's identity (URL,
+//!   size, ETag, version), so concurrent restores of one snapshot fetch
+//!   each chunk once, bounded in size with LRU eviction
+//!   (`host_cache.rs`).
+//! - **Demand first**: a read waits only for its own chunks, whose fetch
+//!   starts at once; [`prefetch`](ObjectSource::prefetch) queues chunks in
+//!   a given order, fetched by at most
+//!   [`fetch_concurrency`](ObjectOptions::fetch_concurrency) tasks
+//!   (`fetch.rs`, which also says how the async client is driven: a tokio
+//!   runtime the source owns; readers wait on a chunk's condition
+//!   variable, never inside the runtime).
+//! - **Failures**: a GET that fails is retried with backoff; one that
+//!   keeps failing fails the read (the pager poisons the page: `SIGBUS`
+//!   in the guest), and so does an object that changed since it was opened
+//!   (its ETag, checked with `If-Match` and on every answer). Never a hang,
+//!   never a page of another version. Credentials never appear in a
+//!   message.
+//!
+//! Opening the source makes one `HEAD` request (the object's size and
+//! ETag): a missing object or refused credentials are an error there,
+//! before anything is served. A store that gives no ETag (a plain HTTP
+//! server may not) is keyed in the host cache by size and modification
+//! time, and a change during the restore cannot be told there.
+//!
+//! The source keeps the chunks it has read in memory until it is dropped
+//! (the host cache keeps them on disk for the others).
+
+mod chunks;
+mod error;
+mod fetch;
+mod host_cache;
+mod location;
+mod stats;
+
+use std::future::Future;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use object_store::{ObjectStoreExt, PutPayload};
+
+pub use error::ObjectError;
+pub use location::is_object_url;
+pub use stats::ObjectStats;
+
+use chunks::{Chunks, Claim};
+use fetch::{classify, Core};
+use host_cache::HostCache;
+use location::{Location, Timeouts};
+
+use super::PageSource;
+
+/// Default bytes per GET (measured with the lab's `restore-s3`: see the
+/// README's "Restoring from S3").
+pub const DEFAULT_CHUNK_SIZE: u64 = 2 << 20;
+
+/// Default limit of the host cache, in bytes.
+pub const DEFAULT_CACHE_MAX: u64 = 8 << 30;
+
+/// Default number of chunks the prefetch fetches at once.
+pub const DEFAULT_FETCH_CONCURRENCY: usize = 16;
+
+/// The largest chunk accepted.
+pub const MAX_CHUNK_SIZE: u64 = 1 << 30;
+
+/// How an [`ObjectSource`] reads.
+#[derive(Clone, Debug)]
+pub struct ObjectOptions {
+    /// Bytes per range GET: a multiple of the page size, at most
+    /// [`MAX_CHUNK_SIZE`].
+    pub chunk_size: u64,
+    /// The host cache directory (`None`: no host cache, every chunk is
+    /// fetched from the store).
+    pub cache_dir: Option<PathBuf>,
+    /// Bytes of chunks the host cache may hold, all objects together
+    /// (least recently used evicted first).
+    pub cache_max: u64,
+    /// Chunks the prefetch fetches at once (demand reads are not counted:
+    /// they start at once).
+    pub fetch_concurrency: usize,
+    /// Tries after the first for a GET that failed in a way that may pass
+    /// (the network, `5xx`); `404`, `403` and a changed object are final.
+    pub retries: u32,
+    /// Pause before the first retry, doubled for each next one (at most
+    /// 2 s).
+    pub retry_backoff: Duration,
+    /// How long one request may take (then it counts as failed).
+    pub request_timeout: Duration,
+    /// How long to wait for another process fetching a chunk before
+    /// fetching it too.
+    pub lock_patience: Duration,
+    /// Threads of the source's runtime (the async client's).
+    pub fetch_threads: usize,
+    /// Store settings that override the environment's, by the names
+    /// `object_store`'s builders take (`aws_endpoint`, `aws_region`,
+    /// `aws_access_key_id`, `aws_secret_access_key`, `aws_allow_http`, and
+    /// the Google and Azure ones): for a program that must not change its
+    /// environment.
+    pub store_config: Vec<(String, String)>,
+}
+
+impl Default for ObjectOptions {
+    fn default() -> Self {
+        ObjectOptions {
+            chunk_size: DEFAULT_CHUNK_SIZE,
+            cache_dir: Some(default_cache_dir()),
+            cache_max: DEFAULT_CACHE_MAX,
+            fetch_concurrency: DEFAULT_FETCH_CONCURRENCY,
+            retries: 4,
+            retry_backoff: Duration::from_millis(50),
+            request_timeout: Duration::from_secs(30),
+            lock_patience: Duration::from_secs(60),
+            fetch_threads: 2,
+            store_config: Vec::new(),
+        }
+    }
+}
+
+/// The host cache directory used when none is given:
+/// `/var/cache/herdless-uffd` for root, else
+/// `$XDG_CACHE_HOME/herdless-uffd` (`~/.cache/herdless-uffd`), else one in
+/// the temporary directory, per user.
+///
+/// ```
+/// let dir = herdless_pager::object::default_cache_dir();
+/// assert!(dir.ends_with("herdless-uffd") || dir.to_string_lossy().contains("herdless-uffd-"));
+/// ```
+pub fn default_cache_dir() -> PathBuf {
+    let uid = rustix::process::geteuid();
+    if uid.is_root() {
+        return PathBuf::from("/var/cache/herdless-uffd");
+    }
+    let xdg = std::env::var_os("XDG_CACHE_HOME").filter(|v| !v.is_empty());
+    if let Some(x) = xdg {
+        return PathBuf::from(x).join("herdless-uffd");
+    }
+    if let Some(home) = std::env::var_os("HOME").filter(|v| !v.is_empty()) {
+        return PathBuf::from(home).join(".cache").join("herdless-uffd");
+    }
+    std::env::temp_dir().join(format!("herdless-uffd-{}", uid.as_raw()))
+}
+
+/// The runtime a source owns; shut down (without waiting) when the last
+/// clone of the source goes.
+struct OwnedRuntime(Option<tokio::runtime::Runtime>);
+
+impl Drop for OwnedRuntime {
+    fn drop(&mut self) {
+        if let Some(rt) = self.0.take() {
+            rt.shutdown_background();
+        }
+    }
+}
+
+/// An object in a store, as a [`PageSource`] (module doc). Clones share
+/// the chunks, the fetcher and the counters: keep one to ask for
+/// [`stats`](ObjectSource::stats) or [`prefetch`](ObjectSource::prefetch)
+/// while the pager owns another.
+///
+/// ```no_run
+/// use herdless_pager::object::{ObjectOptions, ObjectSource};
+/// use herdless_pager::PageSource;
+/// // AWS_ENDPOINT_URL, AWS_REGION and the credentials come from the environment.
+/// let src = ObjectSource::open("s3://snapshots/vm.mem", &ObjectOptions::default())?;
+/// let mut page = vec![0u8; 4096];
+/// src.read_at(0, &mut page)?; // one GET of the first chunk (or the host cache)
+/// assert_eq!(src.stats().fetches + src.stats().host_hits, 1);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone)]
+pub struct ObjectSource {
+    core: Arc<Core>,
+    _runtime: Arc<OwnedRuntime>,
+}
+
+impl std::fmt::Debug for ObjectSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ObjectSource")
+            .field("url", &self.core.loc.shown)
+            .field("len", &self.core.len)
+            .field("etag", &self.core.etag)
+            .field("chunk_size", &self.core.chunk_size)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Runs `fut` on `handle`'s runtime and waits for it from this thread
+/// (which must not be one of that runtime's).
+fn wait_on<T: Send + 'static>(
+    handle: &tokio::runtime::Handle,
+    fut: impl Future<Output = T> + Send + 'static,
+) -> Option<T> {
+    let (tx, rx) = std::sync::mpsc::sync_channel(1);
+    handle.spawn(async move {
+        let _ = tx.send(fut.await);
+    });
+    rx.recv().ok()
+}
+
+fn runtime(threads: usize) -> Result<tokio::runtime::Runtime, ObjectError> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(threads.max(1))
+        .thread_name("herdless-fetch")
+        .enable_all()
+        .build()
+        .map_err(ObjectError::Runtime)
+}
+
+fn timeouts(opts: &ObjectOptions) -> Timeouts {
+    Timeouts {
+        request: opts.request_timeout,
+        connect: opts.request_timeout.min(Duration::from_secs(10)),
+        config: opts.store_config.clone(),
+    }
+}
+
+impl ObjectSource {
+    /// Opens the object at `url`: checks `opts`, sets up the store from the
+    /// environment, asks the object's size and ETag (`HEAD`), opens its
+    /// directory in the host cache and starts the fetcher's threads.
+    /// Blocks for the `HEAD`; call it outside any async runtime's threads.
+    ///
+    /// # Errors
+    /// A bad URL or option, a store that cannot be set up, a missing
+    /// object, refused credentials, an unusable cache directory.
+    pub fn open(url: &str, opts: &ObjectOptions) -> Result<Self, ObjectError> {
+        let page = rustix::param::page_size() as u64;
+        if opts.chunk_size == 0
+            || !opts.chunk_size.is_multiple_of(page)
+            || opts.chunk_size > MAX_CHUNK_SIZE
+        {
+            return Err(ObjectError::Option(format!(
+                "the chunk size {} is not a multiple of the page size ({page}) of at most {MAX_CHUNK_SIZE}",
+                opts.chunk_size
+            )));
+        }
+        if opts.fetch_concurrency == 0 || opts.fetch_concurrency > 1024 {
+            return Err(ObjectError::Option(format!(
+                "the fetch concurrency {} is not between 1 and 1024",
+                opts.fetch_concurrency
+            )));
+        }
+        let loc = Location::parse(url, &timeouts(opts))?;
+        let rt = runtime(opts.fetch_threads)?;
+        let handle = rt.handle().clone();
+        let (store, path) = (Arc::clone(&loc.store), loc.path.clone());
+        let meta = wait_on(&handle, async move { store.head(&path).await })
+            .ok_or_else(|| ObjectError::Other {
+                url: loc.shown.clone(),
+                reason: "the fetcher stopped".into(),
+            })?
+            .map_err(|e| classify(&loc, None, e))?;
+        let len = meta.size;
+        let etag = meta.e_tag.clone();
+        // What the host cache keys the chunks by: never another object's
+        // (or another version's) bytes.
+        let identity = format!(
+            "herdless-uffd chunk cache 1\nurl {}\nsize {len}\netag {}\nversion {}\nmodified {}\nchunk {}\n",
+            loc.shown,
+            etag.as_deref().unwrap_or("-"),
+            meta.version.as_deref().unwrap_or("-"),
+            if etag.is_none() { meta.last_modified.to_rfc3339() } else { "-".into() },
+            opts.chunk_size
+        );
+        let cache = opts
+            .cache_dir
+            .as_ref()
+            .map(|dir| {
+                HostCache::open(dir, &identity, opts.cache_max).map_err(|source| {
+                    ObjectError::Cache {
+                        path: dir.clone(),
+                        source,
+                    }
+                })
+            })
+            .transpose()?;
+        let n = usize::try_from(len.div_ceil(opts.chunk_size)).map_err(|_| {
+            ObjectError::Option(format!(
+                "{len} bytes in chunks of {} are too many",
+                opts.chunk_size
+            ))
+        })?;
+        let core = Core {
+            handle,
+            loc,
+            len,
+            chunk_size: opts.chunk_size,
+            etag,
+            chunks: Chunks::new(n),
+            cache,
+            counters: stats::Counters::default(),
+            queue: Mutex::new(fetch::Queue::default()),
+            concurrency: opts.fetch_concurrency,
+            retries: opts.retries,
+            backoff: opts.retry_backoff,
+            lock_patience: opts.lock_patience,
+            warnings: Mutex::new(Vec::new()),
+        };
+        Ok(ObjectSource {
+            core: Arc::new(core),
+            _runtime: Arc::new(OwnedRuntime(Some(rt))),
+        })
+    }
+
+    /// The URL, without any credentials it carried.
+    pub fn url(&self) -> &str {
+        &self.core.loc.shown
+    }
+
+    /// The object's ETag when it was opened, if the store gives one.
+    pub fn etag(&self) -> Option<&str> {
+        self.core.etag.as_deref()
+    }
+
+    /// Bytes per chunk.
+    pub fn chunk_size(&self) -> u64 {
+        self.core.chunk_size
+    }
+
+    /// This object's directory in the host cache, if there is one.
+    pub fn cache_dir(&self) -> Option<&Path> {
+        self.core.cache.as_ref().map(HostCache::dir)
+    }
+
+    /// Starts fetching the chunks holding `ranges` (offset, length), in
+    /// this order (a chunk once), at most `fetch_concurrency` at once;
+    /// chunks already fetched or being fetched are skipped. Returns at
+    /// once.
+    pub fn prefetch(&self, ranges: impl IntoIterator<Item = (u64, u64)>) {
+        let cs = self.core.chunk_size;
+        let len = self.core.len;
+        let chunks = ranges
+            .into_iter()
+            .filter(|&(off, n)| n > 0 && off < len)
+            .flat_map(move |(off, n)| {
+                let end = off.saturating_add(n).min(len);
+                (off / cs)..end.div_ceil(cs)
+            })
+            .map(|i| i as usize);
+        self.core.prefetch(chunks);
+    }
+
+    /// What the source has done so far.
+    pub fn stats(&self) -> ObjectStats {
+        let evicted = self
+            .core
+            .cache
+            .as_ref()
+            .map_or(0, |c| c.evicted.load(std::sync::atomic::Ordering::Relaxed));
+        self.core
+            .counters
+            .snapshot(self.core.chunk_size, self.core.chunks.len() as u64, evicted)
+    }
+
+    /// Things worth a line in the log (the host cache could not be
+    /// written...), credentials blanked; the first few.
+    pub fn warnings(&self) -> Vec<String> {
+        self.core
+            .warnings
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Claims every chunk of `[offset, end)` (non-empty, inside the
+    /// object), starting the fetches this reader now owns, so that they
+    /// run together; the claims, to be waited for in order.
+    fn claim_range(&self, offset: u64, end: u64) -> Vec<(usize, Claim)> {
+        let cs = self.core.chunk_size;
+        let (first, last) = ((offset / cs) as usize, ((end - 1) / cs) as usize);
+        (first..=last)
+            .map(|i| {
+                let claim = self.core.chunks.claim(i);
+                if let Claim::Fetch = claim {
+                    self.core.start_fetch(i);
+                }
+                (i, claim)
+            })
+            .collect()
+    }
+
+    /// Chunk `i`, waiting for it if need be (its fetch started now if
+    /// nobody has started it).
+    fn chunk(&self, i: usize, claim: Claim) -> io::Result<Bytes> {
+        let c = &self.core.counters;
+        match claim {
+            Claim::Ready(b) => {
+                c.add(&c.process_hits, 1);
+                return Ok(b);
+            }
+            Claim::Failed(f) => return Err(io::Error::other(f.to_string())),
+            Claim::Fetch | Claim::Wait => {}
+        }
+        let t0 = Instant::now();
+        c.add(&c.chunk_waits, 1);
+        let got = self.core.chunks.wait(i);
+        c.wait_latency.record(t0.elapsed());
+        got.map_err(|f| io::Error::other(f.to_string()))
+    }
+}
+
+impl PageSource for ObjectSource {
+    fn len(&self) -> u64 {
+        self.core.len
+    }
+
+    fn may_touch_region(&self) -> bool {
+        false
+    }
+
+    /// Every chunk of the range is asked for first (their fetches start
+    /// together), then waited for in order.
+    fn read_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<()> {
+        if buf.is_empty() {
+            return Ok(());
+        }
+        let end = offset
+            .checked_add(buf.len() as u64)
+            .filter(|&e| e <= self.core.len)
+            .ok_or_else(|| io::Error::from(io::ErrorKind::UnexpectedEof))?;
+        let cs = self.core.chunk_size;
+        for (i, claim) in self.claim_range(offset, end) {
+            let bytes = self.chunk(i, claim)?;
+            copy_part(&bytes, i as u64 * cs, offset, buf);
+        }
+        Ok(())
+    }
+
+    /// Fetches (or waits for) every chunk of the range; a failure is left
+    /// for the read that follows.
+    fn wait_ready(&self, offset: u64, len: usize) {
+        let end = offset.saturating_add(len as u64).min(self.core.len);
+        if offset >= end {
+            return;
+        }
+        for (i, claim) in self.claim_range(offset, end) {
+            if matches!(claim, Claim::Fetch | Claim::Wait) {
+                let _ = self.chunk(i, claim);
+            }
+        }
+    }
+
+    /// The prefix held by chunks this process already has.
+    fn read_nowait(&self, offset: u64, buf: &mut [u8]) -> io::Result<usize> {
+        let cs = self.core.chunk_size;
+        let end = offset.saturating_add(buf.len() as u64).min(self.core.len);
+        let mut at = offset;
+        while at < end {
+            let i = (at / cs) as usize;
+            let Some(bytes) = self.core.chunks.peek(i) else {
+                break;
+            };
+            copy_part(&bytes, i as u64 * cs, offset, buf);
+            at = (i as u64 + 1) * cs;
+        }
+        Ok(usize::try_from(at.min(end).saturating_sub(offset)).unwrap_or(0))
+    }
+}
+
+/// Copies what `chunk` (starting at object offset `chunk_start`) holds of
+/// `buf` (starting at object offset `offset`).
+fn copy_part(chunk: &[u8], chunk_start: u64, offset: u64, buf: &mut [u8]) {
+    let lo = chunk_start.max(offset);
+    let hi = (chunk_start + chunk.len() as u64).min(offset + buf.len() as u64);
+    if lo >= hi {
+        return;
+    }
+    let (n, from, to) = (
+        (hi - lo) as usize,
+        (lo - chunk_start) as usize,
+        (lo - offset) as usize,
+    );
+    buf[to..to + n].copy_from_slice(&chunk[from..from + n]);
+}
+
+/// Reads the whole (small) object at `url` (a working-set trace).
+///
+/// # Errors
+/// As for [`ObjectSource::open`], and the GET failing.
+pub fn read_object(url: &str, opts: &ObjectOptions) -> Result<Vec<u8>, ObjectError> {
+    let loc = Location::parse(url, &timeouts(opts))?;
+    let rt = OwnedRuntime(Some(runtime(1)?));
+    let handle =
+        rt.0.as_ref()
+            .map(|r| r.handle().clone())
+            .ok_or_else(|| ObjectError::Other {
+                url: loc.shown.clone(),
+                reason: "no runtime".into(),
+            })?;
+    let (store, path) = (Arc::clone(&loc.store), loc.path.clone());
+    let got = wait_on(&handle, async move {
+        match store.get(&path).await {
+            Ok(r) => r.bytes().await,
+            Err(e) => Err(e),
+        }
+    });
+    match got {
+        Some(Ok(b)) => Ok(b.to_vec()),
+        Some(Err(e)) => Err(classify(&loc, None, e)),
+        None => Err(ObjectError::Other {
+            url: loc.shown.clone(),
+            reason: "the fetcher stopped".into(),
+        }),
+    }
+}
+
+/// Writes `bytes` as the object at `url` (replacing it): a recorded
+/// working-set trace.
+///
+/// # Errors
+/// As for [`ObjectSource::open`], and the PUT failing.
+pub fn write_object(url: &str, bytes: Vec<u8>, opts: &ObjectOptions) -> Result<(), ObjectError> {
+    let loc = Location::parse(url, &timeouts(opts))?;
+    let rt = OwnedRuntime(Some(runtime(1)?));
+    let handle =
+        rt.0.as_ref()
+            .map(|r| r.handle().clone())
+            .ok_or_else(|| ObjectError::Other {
+                url: loc.shown.clone(),
+                reason: "no runtime".into(),
+            })?;
+    let (store, path) = (Arc::clone(&loc.store), loc.path.clone());
+    let put = wait_on(&handle, async move {
+        store.put(&path, PutPayload::from(bytes)).await
+    });
+    match put {
+        Some(Ok(_)) => Ok(()),
+        Some(Err(e)) => Err(classify(&loc, None, e)),
+        None => Err(ObjectError::Other {
+            url: loc.shown.clone(),
+            reason: "the fetcher stopped".into(),
+        }),
+    }
+}

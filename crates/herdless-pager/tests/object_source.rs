@@ -1,0 +1,294 @@
+//! `ObjectSource` against a real S3-protocol server in this process
+//! (`herdless-s3d`: s3s over s3s-fs on 127.0.0.1): every byte read back,
+//! one GET per chunk however many threads read it, the host cache shared
+//! by several sources (as by several processes), a failing GET retried, a
+//! failing chunk failing its reads (never a hang), an object replaced
+//! while it is read refused, a missing object and bad credentials refused
+//! at open, and no credential in any message.
+
+#![cfg(feature = "object-store")]
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use herdless_pager::object::{ObjectError, ObjectOptions, ObjectSource};
+use herdless_pager::PageSource;
+use herdless_s3d::{Credentials, S3Server};
+
+#[path = "common/skip.rs"]
+mod skip;
+
+const SECRET: &str = "s3cr3t-of-the-object-tests";
+const CHUNK: u64 = 64 << 10;
+
+/// The tests set the process environment the store reads: one at a time.
+static ENV: Mutex<()> = Mutex::new(());
+
+struct World {
+    server: S3Server,
+    dir: PathBuf,
+    _env: MutexGuard<'static, ()>,
+}
+
+impl Drop for World {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn dir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("herdless-object-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(d.join("s3")).unwrap();
+    d
+}
+
+/// A server with bucket `snaps`, its environment set; `None` after printing
+/// why none could start.
+fn world(name: &str) -> Option<World> {
+    let env = ENV.lock().unwrap_or_else(|p| p.into_inner());
+    let dir = dir(name);
+    let server = match S3Server::start(dir.join("s3"), Credentials::new("AKOBJECTTEST", SECRET)) {
+        Ok(s) => s,
+        Err(e) => {
+            skip::skip(format!("no S3 server could start here: {e}"));
+            return None;
+        }
+    };
+    server.create_bucket("snaps").unwrap();
+    for (k, v) in server.env() {
+        std::env::set_var(k, v);
+    }
+    Some(World {
+        server,
+        dir,
+        _env: env,
+    })
+}
+
+fn pattern(len: usize, seed: u64) -> Vec<u8> {
+    (0..len)
+        .map(|i| {
+            let x = (i as u64 ^ seed.wrapping_mul(0xD6E8_FEB8_6659_FD93))
+                .wrapping_mul(0x9E37_79B9_7F4A_7C15);
+            (x >> 29) as u8 | 1
+        })
+        .collect()
+}
+
+fn opts(w: &World, cache: Option<&str>) -> ObjectOptions {
+    ObjectOptions {
+        chunk_size: CHUNK,
+        cache_dir: cache.map(|c| w.dir.join(c)),
+        retry_backoff: Duration::from_millis(1),
+        ..ObjectOptions::default()
+    }
+}
+
+#[test]
+fn every_byte_reads_back_and_each_chunk_is_fetched_once_by_many_threads() {
+    let Some(w) = world("bytes") else { return };
+    let len = 10 * CHUNK as usize + 12_345;
+    let data = pattern(len, 1);
+    w.server.put("snaps", "vm.mem", data.clone()).unwrap();
+    let src = ObjectSource::open("s3://snaps/vm.mem", &opts(&w, None)).unwrap();
+    assert_eq!(src.len(), len as u64);
+    let src = Arc::new(src);
+    let threads: Vec<_> = (0..4)
+        .map(|t| {
+            let (src, data) = (Arc::clone(&src), data.clone());
+            std::thread::spawn(move || {
+                // Odd-sized reads crossing chunk edges, from every thread.
+                let mut at = t * 777;
+                while at < len {
+                    let n = 5000.min(len - at);
+                    let mut buf = vec![0u8; n];
+                    src.read_at(at as u64, &mut buf).unwrap();
+                    assert!(buf == data[at..at + n], "bytes at {at}");
+                    at += n * 3 + 1;
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    let mut all = vec![0u8; len];
+    src.read_at(0, &mut all).unwrap();
+    assert!(all == data);
+    let gets = w.server.gets_of("snaps", "vm.mem");
+    assert_eq!(gets.len(), 11, "{gets:?}");
+    assert!(
+        gets.values().all(|&n| n == 1),
+        "one GET per chunk: {gets:?}"
+    );
+    let s = src.stats();
+    assert_eq!((s.fetches, s.fetched_bytes), (11, len as u64), "{s:?}");
+    assert!(s.process_hits > 0 && s.fetch_latency.count == 11, "{s:?}");
+    // What the source has without waiting: everything now.
+    let mut buf = vec![0u8; 3 * CHUNK as usize];
+    assert_eq!(src.read_nowait(CHUNK, &mut buf).unwrap(), buf.len());
+    let mut past = vec![0u8; 2];
+    assert!(
+        src.read_at(len as u64 - 1, &mut past).is_err(),
+        "past the end"
+    );
+}
+
+#[test]
+fn sources_sharing_a_host_cache_fetch_each_chunk_once() {
+    let Some(w) = world("host") else { return };
+    let len = 8 * CHUNK as usize;
+    let data = pattern(len, 2);
+    w.server.put("snaps", "vm.mem", data.clone()).unwrap();
+    // Four sources (as four processes: each its own chunks, one cache).
+    let srcs: Vec<_> = (0..4)
+        .map(|_| ObjectSource::open("s3://snaps/vm.mem", &opts(&w, Some("cache"))).unwrap())
+        .collect();
+    let threads: Vec<_> = srcs
+        .iter()
+        .cloned()
+        .map(|src| {
+            let data = data.clone();
+            std::thread::spawn(move || {
+                src.prefetch([(0, len as u64)]);
+                let mut all = vec![0u8; len];
+                src.read_at(0, &mut all).unwrap();
+                assert!(all == data);
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    let gets = w.server.gets_of("snaps", "vm.mem");
+    assert_eq!(gets.len(), 8, "{gets:?}");
+    assert!(
+        gets.values().all(|&n| n == 1),
+        "each chunk once on the host: {gets:?}"
+    );
+    let fetched: u64 = srcs.iter().map(|s| s.stats().fetches).sum();
+    let host: u64 = srcs.iter().map(|s| s.stats().host_hits).sum();
+    assert_eq!((fetched, host), (8, 24), "the others read the host cache");
+    // A later restore reads it all from the host cache.
+    let later = ObjectSource::open("s3://snaps/vm.mem", &opts(&w, Some("cache"))).unwrap();
+    let mut all = vec![0u8; len];
+    later.read_at(0, &mut all).unwrap();
+    assert!(all == data);
+    assert_eq!((later.stats().fetches, later.stats().host_hits), (0, 8));
+}
+
+#[test]
+fn a_failing_get_is_retried_and_one_that_keeps_failing_fails_its_reads_only() {
+    let Some(w) = world("fail") else { return };
+    let len = 4 * CHUNK as usize;
+    let data = pattern(len, 3);
+    w.server.put("snaps", "vm.mem", data.clone()).unwrap();
+    let src = ObjectSource::open("s3://snaps/vm.mem", &opts(&w, None)).unwrap();
+    w.server.fail_next_gets(2);
+    let mut buf = vec![0u8; 100];
+    src.read_at(10, &mut buf).unwrap();
+    assert!(buf == data[10..110]);
+    assert_eq!(
+        w.server.gets_of("snaps", "vm.mem").get(&0),
+        Some(&3),
+        "two failures, then served"
+    );
+    let s = src.stats();
+    assert_eq!(
+        (s.fetch_retries, s.fetch_failures, s.chunks_failed),
+        (2, 2, 0),
+        "{s:?}"
+    );
+
+    w.server.fail_gets_of("snaps", "vm.mem", true);
+    let e = src.read_at(CHUNK + 5, &mut buf).unwrap_err();
+    assert!(e.to_string().contains("chunk 1"), "{e}");
+    assert_eq!(src.stats().chunks_failed, 1);
+    assert_eq!(
+        w.server.gets_of("snaps", "vm.mem").get(&CHUNK),
+        Some(&5),
+        "the first GET and four retries"
+    );
+    // A chunk failed for good stays failed (no new GET), the others serve.
+    assert!(src.read_at(CHUNK + 9, &mut buf).is_err());
+    assert_eq!(w.server.gets_of("snaps", "vm.mem").get(&CHUNK), Some(&5));
+    w.server.fail_gets_of("snaps", "vm.mem", false);
+    src.read_at(2 * CHUNK, &mut buf).unwrap();
+    assert!(buf == data[2 * CHUNK as usize..2 * CHUNK as usize + 100]);
+    assert!(!format!("{e} {:?}", src.stats()).contains(SECRET));
+}
+
+#[test]
+fn a_slow_get_holds_only_the_reads_of_its_own_chunk() {
+    let Some(w) = world("slow") else { return };
+    let len = 4 * CHUNK as usize;
+    let data = pattern(len, 4);
+    w.server.put("snaps", "vm.mem", data.clone()).unwrap();
+    let src = ObjectSource::open("s3://snaps/vm.mem", &opts(&w, None)).unwrap();
+    w.server.hold_gets("snaps", "vm.mem", 0);
+    let slow = {
+        let src = src.clone();
+        std::thread::spawn(move || {
+            let mut buf = vec![0u8; 64];
+            src.read_at(100, &mut buf).map(|()| buf)
+        })
+    };
+    let arrived = || w.server.gets_of("snaps", "vm.mem").get(&0).copied() == Some(1);
+    while !arrived() {
+        std::thread::yield_now();
+    }
+    // Chunk 0's GET is held at the server: chunk 3 is read meanwhile.
+    let mut buf = vec![0u8; 64];
+    src.read_at(3 * CHUNK + 1, &mut buf).unwrap();
+    assert!(buf == data[3 * CHUNK as usize + 1..3 * CHUNK as usize + 65]);
+    assert!(!slow.is_finished(), "the held chunk's read still waits");
+    w.server.release_gets("snaps", "vm.mem", 0);
+    let got = slow.join().unwrap().unwrap();
+    assert!(got == data[100..164]);
+    assert_eq!(src.stats().chunk_waits, 2);
+}
+
+#[test]
+fn an_object_replaced_while_it_is_read_fails_the_chunks_read_after() {
+    let Some(w) = world("changed") else { return };
+    let len = 4 * CHUNK as usize;
+    let old = pattern(len, 5);
+    w.server.put("snaps", "vm.mem", old.clone()).unwrap();
+    let src = ObjectSource::open("s3://snaps/vm.mem", &opts(&w, Some("cache"))).unwrap();
+    let mut buf = vec![0u8; 64];
+    src.read_at(0, &mut buf).unwrap();
+    assert!(buf == old[..64]);
+    w.server.put("snaps", "vm.mem", pattern(len, 6)).unwrap();
+    let e = src.read_at(2 * CHUNK, &mut buf).unwrap_err();
+    assert!(e.to_string().contains("changed"), "{e}");
+    // What was read before the change still reads the old bytes.
+    src.read_at(0, &mut buf).unwrap();
+    assert!(buf == old[..64]);
+    // A new source is a new identity: nothing of the old one's cache.
+    let new = ObjectSource::open("s3://snaps/vm.mem", &opts(&w, Some("cache"))).unwrap();
+    new.read_at(0, &mut buf).unwrap();
+    assert!(buf == pattern(len, 6)[..64]);
+    assert_eq!(new.stats().host_hits, 0);
+    assert_ne!(new.cache_dir(), src.cache_dir());
+}
+
+#[test]
+fn a_missing_object_and_bad_credentials_are_refused_at_open_without_the_secret() {
+    let Some(w) = world("refused") else { return };
+    w.server.put("snaps", "vm.mem", pattern(4096, 7)).unwrap();
+    let e = ObjectSource::open("s3://snaps/nope.mem", &opts(&w, None)).unwrap_err();
+    assert!(matches!(e, ObjectError::NotFound { .. }), "{e}");
+    let e = ObjectSource::open("s3://nobucket/vm.mem", &opts(&w, None)).unwrap_err();
+    assert!(matches!(e, ObjectError::NotFound { .. }), "{e}");
+    std::env::set_var("AWS_SECRET_ACCESS_KEY", "wrong-secret-of-the-test");
+    let e = ObjectSource::open("s3://snaps/vm.mem", &opts(&w, None)).unwrap_err();
+    assert!(matches!(e, ObjectError::Denied { .. }), "{e}");
+    assert!(
+        !format!("{e} {e:?}").contains("wrong-secret-of-the-test"),
+        "{e:?}"
+    );
+    let e = ObjectSource::open("s3://snaps", &opts(&w, None)).unwrap_err();
+    assert!(matches!(e, ObjectError::BadUrl { .. }), "{e}");
+}
