@@ -292,3 +292,20 @@ fn a_missing_object_and_bad_credentials_are_refused_at_open_without_the_secret()
     let e = ObjectSource::open("s3://snaps", &opts(&w, None)).unwrap_err();
     assert!(matches!(e, ObjectError::BadUrl { .. }), "{e}");
 }
+
+/// An `https://` object builds the TLS client (rustls with `ring`, the
+/// provider installed by the source) and fails to connect to a port where
+/// nothing listens: a clear error, never a panic for want of a crypto
+/// provider.
+#[test]
+fn an_https_object_builds_its_tls_client_and_reports_a_refused_connection() {
+    let opts = ObjectOptions {
+        retries: 0,
+        retry_backoff: Duration::from_millis(1),
+        request_timeout: Duration::from_secs(5),
+        ..ObjectOptions::default()
+    };
+    let e = ObjectSource::open("https://127.0.0.1:9/vm.mem", &opts).unwrap_err();
+    let message = e.to_string();
+    assert!(!message.is_empty(), "{message}");
+}

@@ -150,6 +150,11 @@ impl Location {
                 Arc::new(b.with_retry(retry).build().map_err(store_err)?)
             }};
         }
+        // The TLS stack's crypto: rustls is built with `ring` only (see
+        // Cargo.toml), and reqwest needs it installed as the process's
+        // default before a client is built. Installing twice, or after the
+        // embedding program chose its own, fails harmlessly.
+        let _ = rustls::crypto::ring::default_provider().install_default();
         let store: Arc<dyn ObjectStore> = match scheme {
             ObjectStoreScheme::AmazonS3 => cloud!(AmazonS3Builder::from_env(), AmazonS3ConfigKey),
             ObjectStoreScheme::GoogleCloudStorage => {
