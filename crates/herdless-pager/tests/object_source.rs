@@ -58,7 +58,9 @@ fn world(name: &str) -> Option<World> {
     };
     server.create_bucket("snaps").unwrap();
     for (k, v) in server.env() {
-        std::env::set_var(k, v);
+        // SAFETY: every test of this binary that reads or changes the
+        // environment holds `ENV`, and no other thread of the process reads it.
+        unsafe { std::env::set_var(k, v) };
     }
     Some(World {
         server,
@@ -282,7 +284,9 @@ fn a_missing_object_and_bad_credentials_are_refused_at_open_without_the_secret()
     assert!(matches!(e, ObjectError::NotFound { .. }), "{e}");
     let e = ObjectSource::open("s3://nobucket/vm.mem", &opts(&w, None)).unwrap_err();
     assert!(matches!(e, ObjectError::NotFound { .. }), "{e}");
-    std::env::set_var("AWS_SECRET_ACCESS_KEY", "wrong-secret-of-the-test");
+    // SAFETY: every test of this binary that reads or changes the
+    // environment holds `ENV`, and no other thread of the process reads it.
+    unsafe { std::env::set_var("AWS_SECRET_ACCESS_KEY", "wrong-secret-of-the-test") };
     let e = ObjectSource::open("s3://snaps/vm.mem", &opts(&w, None)).unwrap_err();
     assert!(matches!(e, ObjectError::Denied { .. }), "{e}");
     assert!(
@@ -299,6 +303,8 @@ fn a_missing_object_and_bad_credentials_are_refused_at_open_without_the_secret()
 /// provider.
 #[test]
 fn an_https_object_builds_its_tls_client_and_reports_a_refused_connection() {
+    // The store reads the environment the other tests set.
+    let _env = ENV.lock().unwrap_or_else(|e| e.into_inner());
     let opts = ObjectOptions {
         retries: 0,
         retry_backoff: Duration::from_millis(1),

@@ -47,7 +47,9 @@ impl World {
         };
         server.create_bucket("snaps").unwrap();
         for (k, v) in server.env() {
-            std::env::set_var(k, v);
+            // SAFETY: every test of this binary that reads or changes the
+            // environment holds `ENV`, and no other thread of the process reads it.
+            unsafe { std::env::set_var(k, v) };
         }
         Some(World {
             server,
@@ -426,7 +428,9 @@ fn a_missing_object_or_bad_credentials_are_refused_before_the_handler_listens() 
     );
     assert!(!w.path("sock1").exists(), "nothing to connect to");
 
-    std::env::set_var("AWS_SECRET_ACCESS_KEY", "wrong-secret-of-the-restore-test");
+    // SAFETY: every test of this binary that reads or changes the
+    // environment holds `ENV`, and no other thread of the process reads it.
+    unsafe { std::env::set_var("AWS_SECRET_ACCESS_KEY", "wrong-secret-of-the-restore-test") };
     let denied = w.start("sock2", &[]);
     let (status, out, err) = denied.finish();
     assert_eq!(status.code(), Some(1), "{out}\n{err}");

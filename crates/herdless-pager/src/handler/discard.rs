@@ -128,10 +128,10 @@ impl DiscardFence {
 
     /// Stops re-zaps (the pager is stopping).
     pub(crate) fn close(&self) {
-        if let DiscardFence::Rezap { tx, .. } = self {
-            if let Ok(mut tx) = tx.lock() {
-                tx.take();
-            }
+        if let DiscardFence::Rezap { tx, .. } = self
+            && let Ok(mut tx) = tx.lock()
+        {
+            tx.take();
         }
     }
 }
@@ -150,15 +150,15 @@ impl Shared {
             ));
             return;
         };
-        if let Ok(tx) = tx.lock() {
-            if let Some(tx) = tx.as_ref() {
-                // Counted before it is queued, so `settle` never sees it done
-                // before it was sent (Release pairs with settle's Acquire).
-                c.rezap_ranges_sent.fetch_add(1, Ordering::Release);
-                let len = n * self.page_size(first);
-                if tx.send((self.space.addr(first), len)).is_err() {
-                    c.rezap_ranges_done.fetch_add(1, Ordering::Release);
-                }
+        if let Ok(tx) = tx.lock()
+            && let Some(tx) = tx.as_ref()
+        {
+            // Counted before it is queued, so `settle` never sees it done
+            // before it was sent (Release pairs with settle's Acquire).
+            c.rezap_ranges_sent.fetch_add(1, Ordering::Release);
+            let len = n * self.page_size(first);
+            if tx.send((self.space.addr(first), len)).is_err() {
+                c.rezap_ranges_done.fetch_add(1, Ordering::Release);
             }
         }
     }

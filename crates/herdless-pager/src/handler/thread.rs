@@ -88,11 +88,12 @@ impl Shared {
             // A source that may wait long (an object store) is waited for
             // before the fill guard: a fill holding it keeps every handler
             // from reading the userfaultfd (contract 9's fence).
-            if let Some(page) = self.space.page_of(address) {
-                if self.space.has_source(page) && self.states.is_missing(page) {
-                    self.source
-                        .wait_ready(self.space.source_offset(page), self.page);
-                }
+            if let Some(page) = self.space.page_of(address)
+                && self.space.has_source(page)
+                && self.states.is_missing(page)
+            {
+                self.source
+                    .wait_ready(self.space.source_offset(page), self.page);
             }
             // Claims and fills only under the fence's fill guard (contract 9).
             let _fill = self.fence.before_fill();
@@ -100,19 +101,18 @@ impl Shared {
                 self.on_unmapped_fault(address);
                 continue;
             };
-            if tid != 0 {
-                if let Some(h) = self
+            if tid != 0
+                && let Some(h) = self
                     .handler_tids
                     .iter()
                     .position(|t| t.load(Ordering::Acquire) == tid)
-                {
-                    c.add(&c.handler_self_faults, 1);
-                    let region = self.space.region_of(page);
-                    self.report(PagerError::HandlerTouchedRegion {
-                        handler: h,
-                        offset: address - region.base,
-                    });
-                }
+            {
+                c.add(&c.handler_self_faults, 1);
+                let region = self.space.region_of(page);
+                self.report(PagerError::HandlerTouchedRegion {
+                    handler: h,
+                    offset: address - region.base,
+                });
             }
             // A panic here is a bug in the pager (a source's panics are
             // caught where it is called): the fault is still answered, the

@@ -326,10 +326,10 @@ fn wait_for_the_end(
                 Ending::HandlersFailed
             });
         }
-        if signal_ev.is_some_and(|e| e.contains(PollFlags::IN)) {
-            if let Some(signal) = signals.and_then(Signals::take) {
-                return Ok(Ending::Signal(signal));
-            }
+        if signal_ev.is_some_and(|e| e.contains(PollFlags::IN))
+            && let Some(signal) = signals.and_then(Signals::take)
+        {
+            return Ok(Ending::Signal(signal));
         }
         if listener_ev.contains(PollFlags::IN) {
             refuse_second(restore);

@@ -333,13 +333,13 @@ impl Trace {
                 reason: "missing the page-size or file-length header".into(),
             });
         }
-        if let Some(p) = declared_pages {
-            if p != t.pages() {
-                return Err(RestoreError::Trace {
-                    path: path.to_path_buf(),
-                    reason: format!("says {p} pages, its runs hold {}", t.pages()),
-                });
-            }
+        if let Some(p) = declared_pages
+            && p != t.pages()
+        {
+            return Err(RestoreError::Trace {
+                path: path.to_path_buf(),
+                reason: format!("says {p} pages, its runs hold {}", t.pages()),
+            });
         }
         Ok(t)
     }

@@ -155,10 +155,8 @@ pub fn start(socket: &Path, memory: &Path, args: &[&str]) -> Handler {
             let Ok(line) = line else { break };
             let listening = line.contains("listening on");
             lines.lock().unwrap().push(line);
-            if listening {
-                if let Some(tx) = tx.take() {
-                    let _ = tx.send(());
-                }
+            if listening && let Some(tx) = tx.take() {
+                let _ = tx.send(());
             }
         }
         // End of stream (it exited): release a waiter either way.

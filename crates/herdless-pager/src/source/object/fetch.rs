@@ -225,14 +225,14 @@ impl Core {
             .get_opts(&self.loc.path, opts)
             .await
             .map_err(|e| classify(&self.loc, self.etag.as_deref(), e))?;
-        if let (Some(was), Some(now)) = (&self.etag, &res.meta.e_tag) {
-            if was != now {
-                return Err(ObjectError::Changed {
-                    url: self.loc.shown.clone(),
-                    was: was.clone(),
-                    now: now.clone(),
-                });
-            }
+        if let (Some(was), Some(now)) = (&self.etag, &res.meta.e_tag)
+            && was != now
+        {
+            return Err(ObjectError::Changed {
+                url: self.loc.shown.clone(),
+                was: was.clone(),
+                now: now.clone(),
+            });
         }
         res.bytes()
             .await
