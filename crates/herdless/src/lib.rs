@@ -40,6 +40,8 @@
 //! parking_lot); recursive or reentrant locks; locks shared between
 //! processes; platforms other than Linux.
 //!
+//! # Examples
+//! A condition variable: a consumer sleeps until the list is not empty.
 //! ```
 //! use std::sync::Arc;
 //! use herdless::{Condvar, Mutex};
@@ -84,6 +86,23 @@
 //! drop(held); // the thread's release grants the task
 //! assert_eq!(runner.join().unwrap(), 1);
 //! assert_eq!(*table.read(), ["from a task"]);
+//! ```
+//!
+//! A channel read by several threads; each item wakes one reader, and
+//! `recv` fails once the channel is closed and drained:
+//! ```
+//! let jobs = herdless::Channel::new();
+//! let total = std::thread::scope(|s| {
+//!     let readers: Vec<_> = (0..2)
+//!         .map(|_| s.spawn(|| std::iter::from_fn(|| jobs.recv().ok()).sum::<i32>()))
+//!         .collect();
+//!     for job in 1..=10 {
+//!         jobs.send(job).unwrap();
+//!     }
+//!     jobs.close();
+//!     readers.into_iter().map(|r| r.join().unwrap()).sum::<i32>()
+//! });
+//! assert_eq!(total, 55);
 //! ```
 //!
 //! # How it is built

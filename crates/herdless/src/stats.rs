@@ -1,5 +1,38 @@
 //! Software event counters, compiled to nothing without the `stats` feature.
 //!
+//! # Reading them
+//! Build with the `stats` feature (`features = ["stats"]` on the
+//! `herdless` dependency) and each primitive counts what it did: wakeups, wakes
+//! that found nobody, waiters that woke for nothing, wait-lock
+//! acquisitions. Each returns a plain snapshot struct:
+//! [`FutexTable::stats`](crate::FutexTable::stats)
+//! ([`FutexStats`](crate::futex::FutexStats)),
+//! [`RwSemExt::stats`](crate::RwSemExt::stats)
+//! ([`RwSemStats`](crate::rwsem::RwSemStats)),
+//! [`WaitQueue::stats`](crate::WaitQueue::stats)
+//! ([`WaitQueueStats`](crate::wait_queue::WaitQueueStats)),
+//! [`Channel::stats`](crate::Channel::stats)
+//! ([`ChannelStats`](crate::channel::ChannelStats)) and
+//! [`EventPoll::stats`](crate::EventPoll::stats)
+//! ([`EventPollStats`](crate::poll::EventPollStats)). Without the feature
+//! every count reads 0 and counting costs nothing; [`ENABLED`] says which
+//! build this is. A snapshot is exact once the threads that counted have
+//! been joined, approximate while they run.
+//!
+//! ```
+//! use herdless::{stats, Channel};
+//!
+//! let jobs = Channel::new();
+//! std::thread::scope(|s| {
+//!     s.spawn(|| jobs.send(1).unwrap());
+//!     assert_eq!(jobs.recv(), Ok(1));
+//! });
+//! let counted = jobs.stats();
+//! let expected = if stats::ENABLED { 1 } else { 0 };
+//! assert_eq!((counted.sent, counted.received), (expected, expected));
+//! ```
+//!
+//! # How they count
 //! Kernel counterpart: `lockevent_inc` and per-CPU counters. Counting must not
 //! change what it measures: a no-waiter futex wake is one fence and one load
 //! (about 10 ns here), and a single locked add on a shared line would double
@@ -207,6 +240,14 @@ pub(crate) use imp::{Counter, HeldCounter, SlowCounter, OWNED_SLOTS};
 
 /// Whether the crate was built with the `stats` feature (counters read 0
 /// otherwise).
+///
+/// # Examples
+/// ```
+/// let queue = herdless::WaitQueue::new();
+/// let _poller = queue.register(|| {});
+/// queue.wake_up(0);
+/// assert_eq!(queue.stats().wakeups, u64::from(herdless::stats::ENABLED));
+/// ```
 pub const ENABLED: bool = cfg!(feature = "stats");
 
 #[cfg(all(test, feature = "stats", not(loom)))]

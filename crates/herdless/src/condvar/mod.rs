@@ -73,6 +73,35 @@ const NO_WAITERS: usize = 0;
 const MIXED: usize = usize::MAX;
 
 /// The raw condvar. Use it through [`Condvar`].
+///
+/// Use it directly to pair a condition variable with a bare [`RawMutex`]
+/// (no data inside, no guard): the waiter holds the mutex, and the wait
+/// releases it and takes it back.
+///
+/// # Examples
+/// ```
+/// use std::sync::atomic::{AtomicBool, Ordering};
+/// use herdless::{RawCondvar, RawMutex};
+///
+/// let (mutex, cv, ready) = (RawMutex::new(), RawCondvar::new(), AtomicBool::new(false));
+/// std::thread::scope(|s| {
+///     s.spawn(|| {
+///         mutex.acquire();
+///         ready.store(true, Ordering::Relaxed); // the condition, under the mutex
+///         cv.notify_one_raw();
+///         // SAFETY: this thread holds the mutex.
+///         unsafe { mutex.release() };
+///     });
+///     mutex.acquire();
+///     while !ready.load(Ordering::Relaxed) {
+///         // SAFETY: this thread holds the mutex; the wait gives it back.
+///         let timed_out = unsafe { cv.wait_raw(&mutex, None) };
+///         assert!(!timed_out);
+///     }
+///     // SAFETY: held again after the wait.
+///     unsafe { mutex.release() };
+/// });
+/// ```
 #[derive(Debug)]
 pub struct RawCondvar {
     state: AtomicUsize,
@@ -80,6 +109,16 @@ pub struct RawCondvar {
 
 /// A condition variable for [`Mutex`](crate::Mutex) guards.
 ///
+/// The methods are `lock_api::Condvar`'s (`wait`, `wait_while`,
+/// `wait_for`, `wait_until`, `notify_one`, `notify_all`). A wait returns
+/// only when notified or timed out (no spurious wakeups), `notify_one`
+/// returns whether it reached a waiter and `notify_all` how many. One
+/// condvar may serve waiters that use different mutexes: where
+/// parking_lot's panics, this one wakes them instead of moving them onto a
+/// mutex.
+///
+/// # Examples
+/// A flag set under the mutex, waited for in a loop:
 /// ```
 /// use std::sync::Arc;
 /// let pair = Arc::new((herdless::Mutex::new(false), herdless::Condvar::new()));
@@ -94,6 +133,30 @@ pub struct RawCondvar {
 /// }
 /// t.join().unwrap();
 /// ```
+///
+/// The results say whom a notify reached, and a timed wait says whether it
+/// timed out:
+/// ```
+/// use std::time::Duration;
+/// use herdless::{Condvar, Mutex};
+///
+/// let (mutex, cv) = (Mutex::new(()), Condvar::new());
+/// assert!(!cv.notify_one(), "nobody waits");
+/// let mut guard = mutex.lock();
+/// assert!(cv.wait_for(&mut guard, Duration::from_millis(1)).timed_out());
+/// drop(guard);
+/// std::thread::scope(|s| {
+///     for _ in 0..2 {
+///         // One wait each, no loop: only a notification ends it.
+///         s.spawn(|| cv.wait(&mut mutex.lock()));
+///     }
+///     let mut woken = 0;
+///     while woken < 2 {
+///         woken += cv.notify_all(); // 0 until a waiter has queued
+///         std::thread::yield_now();
+///     }
+/// });
+/// ```
 #[cfg(not(loom))]
 pub type Condvar = lock_api::Condvar<RawCondvar>;
 
@@ -104,7 +167,14 @@ impl Default for RawCondvar {
 }
 
 impl RawCondvar {
-    /// A condvar nobody waits on.
+    /// A condvar nobody waits on (`const`: usable in a `static`).
+    ///
+    /// # Examples
+    /// ```
+    /// static READY: herdless::RawCondvar = herdless::RawCondvar::new();
+    /// assert!(!READY.notify_one_raw());
+    /// assert_eq!(READY.notify_all_raw(), 0);
+    /// ```
     #[cfg(not(loom))]
     pub const fn new() -> Self {
         RawCondvar {
@@ -134,6 +204,22 @@ impl RawCondvar {
     ///
     /// # Safety
     /// The caller holds `mutex`.
+    ///
+    /// # Examples
+    /// A wait nobody notifies times out, and holds the mutex again:
+    /// ```
+    /// use std::time::Duration;
+    /// use herdless::{RawCondvar, RawMutex};
+    ///
+    /// let (mutex, cv) = (RawMutex::new(), RawCondvar::new());
+    /// mutex.acquire();
+    /// // SAFETY: this thread holds the mutex.
+    /// let timed_out = unsafe { cv.wait_raw(&mutex, Some(Duration::from_millis(1))) };
+    /// assert!(timed_out && mutex.is_held());
+    /// // SAFETY: held again after the wait.
+    /// unsafe { mutex.release() };
+    /// ```
+    /// See [`RawCondvar`] for a notified wait.
     pub unsafe fn wait_raw(&self, mutex: &RawMutex, timeout: Option<Duration>) -> bool {
         let key = self.key();
         let mutex_key = address(mutex.word());
@@ -210,6 +296,29 @@ impl RawCondvar {
 
     /// Wakes the oldest waiter, or moves it onto its mutex if that mutex is
     /// held. Returns whether there was a waiter.
+    ///
+    /// # Examples
+    /// No spurious wakeups and an exact result, so a thread may wait once,
+    /// without a condition, and the notifier may retry until it reached it:
+    /// ```
+    /// use herdless::{RawCondvar, RawMutex};
+    ///
+    /// let (mutex, cv) = (RawMutex::new(), RawCondvar::new());
+    /// std::thread::scope(|s| {
+    ///     s.spawn(|| {
+    ///         mutex.acquire();
+    ///         // SAFETY: this thread holds the mutex (again, after the wait).
+    ///         unsafe {
+    ///             assert!(!cv.wait_raw(&mutex, None), "no timeout given");
+    ///             mutex.release();
+    ///         }
+    ///     });
+    ///     while !cv.notify_one_raw() {
+    ///         std::thread::yield_now(); // the waiter has not queued yet
+    ///     }
+    /// });
+    /// assert!(!cv.notify_one_raw(), "the one waiter was woken");
+    /// ```
     #[inline]
     pub fn notify_one_raw(&self) -> bool {
         // Relaxed: see the module docs, "Why a notifier that skips the lock
@@ -223,6 +332,31 @@ impl RawCondvar {
     /// Wakes every waiter: moves them all onto their mutex if it is held,
     /// otherwise wakes one and moves the rest. Returns how many waiters
     /// were woken or moved.
+    ///
+    /// # Examples
+    /// ```
+    /// use herdless::{RawCondvar, RawMutex};
+    ///
+    /// let (mutex, cv) = (RawMutex::new(), RawCondvar::new());
+    /// std::thread::scope(|s| {
+    ///     for _ in 0..3 {
+    ///         s.spawn(|| {
+    ///             mutex.acquire();
+    ///             // SAFETY: this thread holds the mutex (again, after the wait).
+    ///             unsafe {
+    ///                 cv.wait_raw(&mutex, None);
+    ///                 mutex.release();
+    ///             }
+    ///         });
+    ///     }
+    ///     let mut woken = 0;
+    ///     while woken < 3 {
+    ///         woken += cv.notify_all_raw(); // those queued so far
+    ///         std::thread::yield_now();
+    ///     }
+    ///     assert_eq!(woken, 3);
+    /// });
+    /// ```
     #[inline]
     pub fn notify_all_raw(&self) -> usize {
         // Relaxed: as in `notify_one_raw`.

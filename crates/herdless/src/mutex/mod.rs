@@ -55,17 +55,58 @@ use std::time::{Duration, Instant};
 
 /// A mutual-exclusion lock with `lock_api` guards.
 ///
+/// The methods are `lock_api::Mutex`'s: `lock`, `try_lock`, the timed
+/// `try_lock_for` / `try_lock_until`, `is_locked`, `get_mut`,
+/// `into_inner`; the guard adds `unlock_fair`, `unlocked_fair` and `bump`
+/// ([`MutexGuard`]). None of them panics; a thread that locks again
+/// while it holds the lock deadlocks (not reentrant). No poisoning: a
+/// panic while the lock is held releases it.
+///
+/// # Examples
 /// ```
 /// let m = herdless::Mutex::new(1);
 /// *m.lock() += 1;
 /// assert_eq!(*m.lock(), 2);
 /// assert!(m.try_lock_for(std::time::Duration::ZERO).is_some());
 /// ```
+///
+/// A timed lock gives up while another thread holds the lock:
+/// ```
+/// use std::time::Duration;
+///
+/// let m = herdless::Mutex::new(0);
+/// let held = m.lock();
+/// std::thread::scope(|s| {
+///     s.spawn(|| assert!(m.try_lock_for(Duration::from_millis(1)).is_none()));
+/// });
+/// drop(held);
+/// assert!(m.try_lock_for(Duration::from_millis(1)).is_some());
+/// ```
+///
+/// A fair unlock hands the lock to the thread asleep on it, ahead of the
+/// unlocking thread's own next `lock`:
+/// ```
+/// use herdless::{Mutex, MutexGuard};
+///
+/// let order = Mutex::new(Vec::new());
+/// std::thread::scope(|s| {
+///     let held = order.lock();
+///     s.spawn(|| order.lock().push("sleeper"));
+///     // SAFETY: `raw` is only used to read the number of sleepers.
+///     while unsafe { order.raw() }.waiters() == 0 {
+///         std::thread::yield_now(); // until the thread sleeps on the lock
+///     }
+///     MutexGuard::unlock_fair(held);
+///     order.lock().push("unlocker");
+/// });
+/// assert_eq!(*order.lock(), ["sleeper", "unlocker"]);
+/// ```
 #[cfg(not(loom))]
 pub type Mutex<T> = lock_api::Mutex<RawMutex, T>;
 
 /// The guard of [`Mutex`]: the lock is held until it is dropped.
 ///
+/// # Examples
 /// ```
 /// use herdless::{Mutex, MutexGuard};
 ///
@@ -83,6 +124,7 @@ pub type MutexGuard<'a, T> = lock_api::MutexGuard<'a, RawMutex, T>;
 /// A [`MutexGuard`] narrowed to a part of the protected value
 /// ([`MutexGuard::map`](lock_api::MutexGuard::map)).
 ///
+/// # Examples
 /// ```
 /// use herdless::{MappedMutexGuard, Mutex, MutexGuard};
 ///

@@ -121,17 +121,22 @@ pub(crate) const HANDOFF: NonZeroU32 = match NonZeroU32::new(2) {
 
 /// The raw mutex. Use it through [`Mutex`](crate::Mutex).
 ///
+/// # Examples
+/// Every method (a timed acquire timing out, a fair release to a sleeper):
 /// ```
-/// use herdless::RawMutex;
-///
-/// let m = RawMutex::new();
+/// let m = herdless::RawMutex::new();
+/// // SAFETY (every release below): the releasing thread holds the lock.
 /// m.acquire();
-/// assert!(m.is_held());
-/// assert!(!m.try_acquire());
-/// // SAFETY: this thread holds the lock.
-/// unsafe { m.release() };
+/// assert!(m.is_held() && !m.try_acquire());
+/// assert!(!m.acquire_timeout(Some(std::time::Duration::from_millis(1))));
+/// std::thread::scope(|s| {
+///     s.spawn(|| unsafe { m.acquire(); m.release() });
+///     while m.waiters() == 0 {
+///         std::thread::yield_now(); // until the thread sleeps on the lock
+///     }
+///     unsafe { m.release_fair() }; // hands it to the sleeper, still held
+/// });
 /// assert!(m.try_acquire());
-/// // SAFETY: as above.
 /// unsafe { m.release() };
 /// ```
 #[derive(Debug)]
@@ -146,7 +151,7 @@ impl Default for RawMutex {
 }
 
 impl RawMutex {
-    /// An unlocked mutex.
+    /// An unlocked mutex. Examples: [`RawMutex`].
     #[cfg(not(loom))]
     pub const fn new() -> Self {
         RawMutex {
@@ -169,7 +174,7 @@ impl RawMutex {
 
     /// Tries once to take the lock, without spinning or sleeping; returns
     /// whether it did. It may be free with sleepers queued: then they stay
-    /// queued and PARKED stays set.
+    /// queued and PARKED stays set. Examples: [`RawMutex`].
     #[inline]
     pub fn try_acquire(&self) -> bool {
         // Look first: a try-lock loop on a held lock then only reads the
@@ -179,7 +184,7 @@ impl RawMutex {
             && self.state.fetch_or(LOCKED, Ordering::Acquire) & LOCKED == 0
     }
 
-    /// Takes the lock, spinning briefly and then sleeping if it is held.
+    /// Takes the lock, spinning briefly, then sleeping if it is held. Examples: [`RawMutex`].
     #[inline]
     pub fn acquire(&self) {
         // One read-modify-write whether or not others sleep (a `lock bts`
@@ -198,7 +203,7 @@ impl RawMutex {
 
     /// Takes the lock unless `timeout` elapses first; returns whether it
     /// did. `None` and `Duration::MAX` wait forever; zero tries once (no
-    /// spin, no sleep).
+    /// spin, no sleep). Examples: [`RawMutex`].
     pub fn acquire_timeout(&self, timeout: Option<Duration>) -> bool {
         if self.try_acquire() {
             return true;
@@ -369,7 +374,7 @@ impl RawMutex {
         }
     }
 
-    /// Releases the lock.
+    /// Releases the lock. Examples: [`RawMutex`].
     ///
     /// # Safety
     /// The caller holds the lock.
@@ -504,7 +509,7 @@ impl RawMutex {
     /// Releases the lock *fairly*: if a thread sleeps on it, the lock is
     /// handed to the oldest sleeper directly and stays held, so no running
     /// thread can barge in ahead of it (the sleeper is woken after the
-    /// table's bucket lock is dropped, as every wake is).
+    /// table's bucket lock is dropped, as every wake is). Examples: [`RawMutex`].
     ///
     /// # Safety
     /// The caller holds the lock.
@@ -582,12 +587,12 @@ impl RawMutex {
     }
 
     /// Threads asleep on this mutex right now (a snapshot, for diagnostics
-    /// and tests; it takes the futex table's bucket lock).
+    /// and tests; it takes the futex table's bucket lock). Examples: [`RawMutex`].
     pub fn waiters(&self) -> usize {
         FutexTable::global().queued(&self.state)
     }
 
-    /// Whether the lock is held by someone.
+    /// Whether the lock is held by someone. Examples: [`RawMutex`].
     pub fn is_held(&self) -> bool {
         self.state.load(Ordering::Relaxed) & LOCKED != 0
     }

@@ -72,6 +72,29 @@ enum State {
 /// the matching unlock. Dropped before that, it leaves the queue, or gives
 /// back (fairly) a hold a grant gave it. [`RwSemAsyncExt`](super::RwSemAsyncExt)
 /// wraps it into guard-returning futures.
+///
+/// # Panics
+/// If polled again after it returned `Ready`.
+///
+/// # Examples
+/// A future polled once waits in the queue; dropped, it leaves it:
+/// ```
+/// use std::future::Future;
+/// use std::task::{Context, Waker};
+/// use herdless::RawRwSem;
+///
+/// let sem = RawRwSem::new();
+/// sem.write();
+/// let mut read = Box::pin(sem.read_async());
+/// let mut cx = Context::from_waker(Waker::noop());
+/// assert!(read.as_mut().poll(&mut cx).is_pending(), "a writer holds the lock");
+/// assert_eq!(sem.waiters(), 1);
+/// drop(read);
+/// assert_eq!(sem.waiters(), 0);
+/// // SAFETY: this thread holds the lock exclusive.
+/// unsafe { sem.write_unlock() };
+/// assert!(!sem.is_locked(), "the dropped future holds nothing");
+/// ```
 #[must_use = "futures do nothing unless polled"]
 pub struct RawAcquire<'a> {
     sem: &'a RawRwSem,
@@ -232,6 +255,21 @@ impl<'a> RawAcquire<'a> {
 impl RawRwSem {
     /// Takes the lock shared, as a task (the async form of
     /// [`read`](Self::read); release with [`read_unlock`](Self::read_unlock)).
+    ///
+    /// # Examples
+    /// ```
+    /// let sem = herdless::RawRwSem::new();
+    /// futures::executor::block_on(async {
+    ///     sem.read_async().await;
+    ///     sem.read_async().await; // readers share
+    /// });
+    /// assert!(sem.is_locked() && !sem.try_write());
+    /// // SAFETY: the two shared holds the futures took.
+    /// unsafe {
+    ///     sem.read_unlock();
+    ///     sem.read_unlock();
+    /// }
+    /// ```
     #[inline]
     pub fn read_async(&self) -> RawAcquire<'_> {
         RawAcquire::new(self, Kind::Read)
@@ -240,6 +278,32 @@ impl RawRwSem {
     /// Takes the lock exclusive, as a task (the async form of
     /// [`write`](Self::write); release with
     /// [`write_unlock`](Self::write_unlock)).
+    ///
+    /// # Examples
+    /// A task queues behind a thread's hold and is granted by its release:
+    /// ```
+    /// use herdless::RawRwSem;
+    ///
+    /// let sem = RawRwSem::new();
+    /// sem.read();
+    /// std::thread::scope(|s| {
+    ///     let task = s.spawn(|| {
+    ///         futures::executor::block_on(async {
+    ///             sem.write_async().await; // queued behind the reader
+    ///             let exclusive = sem.is_locked_exclusive();
+    ///             // SAFETY: the exclusive hold the future took.
+    ///             unsafe { sem.write_unlock() };
+    ///             exclusive
+    ///         })
+    ///     });
+    ///     while sem.waiters() == 0 {
+    ///         std::thread::yield_now(); // until the task waits
+    ///     }
+    ///     // SAFETY: this thread holds the lock shared.
+    ///     unsafe { sem.read_unlock() };
+    ///     assert!(task.join().unwrap());
+    /// });
+    /// ```
     #[inline]
     pub fn write_async(&self) -> RawAcquire<'_> {
         RawAcquire::new(self, Kind::Write)
@@ -248,6 +312,21 @@ impl RawRwSem {
     /// Takes the upgradable hold, as a task (the async form of
     /// [`upgradable_read`](Self::upgradable_read); release with
     /// [`upgradable_unlock`](Self::upgradable_unlock)).
+    ///
+    /// # Examples
+    /// ```
+    /// let sem = herdless::RawRwSem::new();
+    /// futures::executor::block_on(async {
+    ///     sem.upgradable_read_async().await;
+    ///     sem.read_async().await; // shares with readers
+    /// });
+    /// assert!(!sem.try_upgradable_read(), "one upgradable holder");
+    /// // SAFETY: the holds the futures took.
+    /// unsafe {
+    ///     sem.read_unlock();
+    ///     sem.upgradable_unlock();
+    /// }
+    /// ```
     #[inline]
     pub fn upgradable_read_async(&self) -> RawAcquire<'_> {
         RawAcquire::new(self, Kind::Upgradable)

@@ -45,6 +45,7 @@ use super::{RwSem, RwSemReadGuard, RwSemUpgradableReadGuard, RwSemWriteGuard};
 /// - [`upgrade_async`](Self::upgrade_async) upgrades an upgradable guard
 ///   from a task (the guard's own `upgrade` is the blocking call).
 ///
+/// # Examples
 /// A thread and a task on one lock:
 /// ```
 /// use std::sync::Arc;
@@ -72,6 +73,7 @@ use super::{RwSem, RwSemReadGuard, RwSemUpgradableReadGuard, RwSemWriteGuard};
 pub trait RwSemAsyncExt<T: ?Sized> {
     /// Shared access, as a task: the async form of `read`.
     ///
+    /// # Examples
     /// ```
     /// use herdless::*;
     ///
@@ -86,6 +88,7 @@ pub trait RwSemAsyncExt<T: ?Sized> {
 
     /// Exclusive access, as a task: the async form of `write`.
     ///
+    /// # Examples
     /// ```
     /// use herdless::*;
     ///
@@ -100,6 +103,7 @@ pub trait RwSemAsyncExt<T: ?Sized> {
     /// Upgradable shared access, as a task: the async form of
     /// `upgradable_read`.
     ///
+    /// # Examples
     /// ```
     /// use herdless::*;
     ///
@@ -123,6 +127,7 @@ pub trait RwSemAsyncExt<T: ?Sized> {
     /// before it completed releases the upgradable hold (it owns the
     /// guard).
     ///
+    /// # Examples
     /// ```
     /// use herdless::*;
     ///
@@ -173,6 +178,28 @@ impl<T: ?Sized> RwSemAsyncExt<T> for RwSem<T> {
 
 /// The future of [`RwSemAsyncExt::upgrade_async`]: a write guard once the
 /// readers have left. Dropping it before releases the upgradable hold.
+///
+/// # Panics
+/// If polled again after it returned `Ready`.
+///
+/// # Examples
+/// While it waits, new readers are kept out; dropped, it releases the
+/// upgradable hold it owns:
+/// ```
+/// use std::future::Future;
+/// use std::task::{Context, Waker};
+/// use herdless::*;
+///
+/// let sem = RwSem::new(0);
+/// let reader = sem.read();
+/// let mut upgrade = Box::pin(RwSem::upgrade_async(sem.upgradable_read()));
+/// let mut cx = Context::from_waker(Waker::noop());
+/// assert!(upgrade.as_mut().poll(&mut cx).is_pending(), "a reader holds the lock");
+/// assert!(sem.try_read().is_none(), "new readers wait behind the upgrade");
+/// drop(upgrade);
+/// drop(reader);
+/// assert!(!sem.is_locked());
+/// ```
 #[must_use = "futures do nothing unless polled"]
 pub struct RwSemUpgradeFuture<'a, T: ?Sized> {
     /// Dropped first: a dropped upgrade leaves the upgradable hold ...
@@ -263,6 +290,29 @@ lock_future!(
     /// The future of [`RwSemAsyncExt::read_async`]: a read guard once the
     /// shared hold is granted. Dropping it leaves the queue, or gives back
     /// a hold granted to it.
+    ///
+    /// # Panics
+    /// If polled again after it returned `Ready`.
+    ///
+    /// # Examples
+    /// Polled by hand: pending behind a writer, ready once the writer's
+    /// release granted it:
+    /// ```
+    /// use std::future::Future;
+    /// use std::task::{Context, Poll, Waker};
+    /// use herdless::*;
+    ///
+    /// let sem = RwSem::new(1);
+    /// let writer = sem.write();
+    /// let mut read = Box::pin(sem.read_async());
+    /// let mut cx = Context::from_waker(Waker::noop());
+    /// assert!(read.as_mut().poll(&mut cx).is_pending());
+    /// drop(writer); // grants the queued future
+    /// let Poll::Ready(guard) = read.as_mut().poll(&mut cx) else {
+    ///     panic!("the release granted the future");
+    /// };
+    /// assert_eq!(*guard, 1);
+    /// ```
     RwSemReadFuture,
     RwSemReadGuard,
     make_read_guard_unchecked
@@ -271,6 +321,28 @@ lock_future!(
     /// The future of [`RwSemAsyncExt::write_async`]: a write guard once the
     /// exclusive hold is granted. Dropping it leaves the queue, or hands a
     /// hold granted to it to the next waiter.
+    ///
+    /// # Panics
+    /// If polled again after it returned `Ready`.
+    ///
+    /// # Examples
+    /// A future dropped while it waits leaves the queue:
+    /// ```
+    /// use std::future::Future;
+    /// use std::task::{Context, Waker};
+    /// use herdless::*;
+    ///
+    /// let sem = RwSem::new(0);
+    /// let reader = sem.read();
+    /// let mut write = Box::pin(sem.write_async());
+    /// let mut cx = Context::from_waker(Waker::noop());
+    /// assert!(write.as_mut().poll(&mut cx).is_pending());
+    /// assert_eq!(sem.waiters(), 1);
+    /// drop(write);
+    /// assert_eq!(sem.waiters(), 0);
+    /// drop(reader);
+    /// assert!(sem.try_write().is_some());
+    /// ```
     RwSemWriteFuture,
     RwSemWriteGuard,
     make_write_guard_unchecked
@@ -279,6 +351,27 @@ lock_future!(
     /// The future of [`RwSemAsyncExt::upgradable_read_async`]: an
     /// upgradable read guard once that hold is granted. Dropping it leaves
     /// the queue, or gives back a hold granted to it.
+    ///
+    /// # Panics
+    /// If polled again after it returned `Ready`.
+    ///
+    /// # Examples
+    /// A future granted the hold and then dropped unpolled gives it back:
+    /// ```
+    /// use std::future::Future;
+    /// use std::task::{Context, Waker};
+    /// use herdless::*;
+    ///
+    /// let sem = RwSem::new(0);
+    /// let writer = sem.write();
+    /// let mut upgradable = Box::pin(sem.upgradable_read_async());
+    /// let mut cx = Context::from_waker(Waker::noop());
+    /// assert!(upgradable.as_mut().poll(&mut cx).is_pending());
+    /// drop(writer); // grants the future the upgradable hold
+    /// assert!(sem.is_locked(), "held for the future");
+    /// drop(upgradable);
+    /// assert!(!sem.is_locked());
+    /// ```
     RwSemUpgradableReadFuture,
     RwSemUpgradableReadGuard,
     make_upgradable_guard_unchecked

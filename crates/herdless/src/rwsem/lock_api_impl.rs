@@ -222,6 +222,7 @@ unsafe impl lock_api::RawRwLockUpgradeTimed for RawRwSem {
 /// What [`RwSem`] adds to `lock_api::RwLock`: construction with a
 /// configuration, timed acquisition with a typed error, and the counters.
 ///
+/// # Examples
 /// ```
 /// use std::time::Duration;
 /// use herdless::rwsem::{RwSem, RwSemExt};
@@ -240,31 +241,126 @@ unsafe impl lock_api::RawRwLockUpgradeTimed for RawRwSem {
 /// ```
 pub trait RwSemExt<T> {
     /// A semaphore around `value` with the given counting and wake timing.
+    ///
+    /// # Examples
+    /// ```
+    /// use herdless::variants::{Counting, RwSemConfig, WakeTiming};
+    /// use herdless::{RwSem, RwSemExt};
+    ///
+    /// let before = RwSemConfig::new(Counting::Generic, WakeTiming::WakeUnderLock);
+    /// let sem = RwSem::with_config(before, 5);
+    /// assert_eq!(*sem.read() + *sem.read(), 10, "the same lock, the seed's algorithm");
+    /// ```
     fn with_config(config: RwSemConfig, value: T) -> Self;
 
     /// Read access, giving up after `timeout` (`Duration::ZERO`: one try
     /// without queueing; `Duration::MAX`: no limit). A grant that races the
     /// timeout wins.
+    ///
+    /// # Errors
+    /// [`TimedOut`] if the lock could not be taken shared within `timeout`.
+    ///
+    /// # Examples
+    /// ```
+    /// use std::time::Duration;
+    /// use herdless::{wait_queue::TimedOut, RwSem, RwSemExt};
+    ///
+    /// let sem = RwSem::new(1);
+    /// let writer = sem.write();
+    /// assert_eq!(sem.read_timeout(Duration::from_millis(1)).unwrap_err(), TimedOut);
+    /// drop(writer);
+    /// assert_eq!(*sem.read_timeout(Duration::ZERO).unwrap(), 1);
+    /// ```
     fn read_timeout(&self, timeout: Duration) -> Result<RwSemReadGuard<'_, T>, TimedOut>;
 
     /// Write access, giving up after `timeout` (as `read_timeout`).
+    ///
+    /// # Errors
+    /// [`TimedOut`] if the lock could not be taken exclusive within
+    /// `timeout`.
+    ///
+    /// # Examples
+    /// A writer thread gives up while a reader holds the lock:
+    /// ```
+    /// use std::time::Duration;
+    /// use herdless::{RwSem, RwSemExt};
+    ///
+    /// let sem = RwSem::new(0);
+    /// let reader = sem.read();
+    /// std::thread::scope(|s| {
+    ///     s.spawn(|| assert!(sem.write_timeout(Duration::from_millis(1)).is_err()));
+    /// });
+    /// drop(reader);
+    /// *sem.write_timeout(Duration::MAX).unwrap() += 1;
+    /// assert_eq!(*sem.read(), 1);
+    /// ```
     fn write_timeout(&self, timeout: Duration) -> Result<RwSemWriteGuard<'_, T>, TimedOut>;
 
     /// Upgradable read access, giving up after `timeout` (as
     /// `read_timeout`).
+    ///
+    /// # Errors
+    /// [`TimedOut`] if the upgradable hold could not be taken within
+    /// `timeout`.
+    ///
+    /// # Examples
+    /// ```
+    /// use std::time::Duration;
+    /// use herdless::{RwSem, RwSemExt};
+    ///
+    /// let sem = RwSem::new(0);
+    /// let first = sem.upgradable_read_timeout(Duration::ZERO).unwrap();
+    /// assert!(sem.upgradable_read_timeout(Duration::from_millis(1)).is_err());
+    /// drop(first);
+    /// assert!(sem.upgradable_read_timeout(Duration::ZERO).is_ok());
+    /// ```
     fn upgradable_read_timeout(
         &self,
         timeout: Duration,
     ) -> Result<RwSemUpgradableReadGuard<'_, T>, TimedOut>;
 
     /// The configuration chosen at construction.
+    ///
+    /// # Examples
+    /// ```
+    /// use herdless::{variants::RwSemConfig, RwSem, RwSemExt};
+    ///
+    /// assert_eq!(RwSem::new(()).config(), RwSemConfig::DEFAULT);
+    /// ```
     fn config(&self) -> RwSemConfig;
 
     /// The semaphore's event counts (zero without the `stats` feature).
+    ///
+    /// # Examples
+    /// ```
+    /// use herdless::{RwSem, RwSemExt};
+    ///
+    /// let sem = RwSem::new(0);
+    /// *sem.write() += 1; // nobody waits: nothing to count
+    /// let stats = sem.stats();
+    /// assert_eq!((stats.waits, stats.wakeups, stats.timeouts), (0, 0, 0));
+    /// ```
+    /// See [`RwSemStats`] for counts of a waiter.
     fn stats(&self) -> RwSemStats;
 
     /// Threads queued asleep, an upgrade waiting for readers included (a
     /// snapshot).
+    ///
+    /// # Examples
+    /// ```
+    /// use herdless::{RwSem, RwSemExt};
+    ///
+    /// let sem = RwSem::new(0);
+    /// let reader = sem.read();
+    /// std::thread::scope(|s| {
+    ///     s.spawn(|| *sem.write() += 1); // sleeps behind the reader
+    ///     while sem.waiters() == 0 {
+    ///         std::thread::yield_now();
+    ///     }
+    ///     drop(reader);
+    /// });
+    /// assert_eq!((sem.waiters(), *sem.read()), (0, 1));
+    /// ```
     fn waiters(&self) -> usize;
 }
 

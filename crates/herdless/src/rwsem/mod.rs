@@ -212,6 +212,13 @@ pub use upgrade_async::RawUpgrade;
 
 /// A reader-writer semaphore around a `T`, with `lock_api` guards.
 ///
+/// The methods are `lock_api::RwLock`'s (see the [module docs](self)),
+/// plus [`RwSemExt`] (configuration, typed timeouts, counters) and
+/// [`RwSemAsyncExt`] (waiting from tasks). None of them panics; a thread
+/// that reads again while it holds the lock may deadlock behind a queued
+/// writer (not recursive). No poisoning.
+///
+/// # Examples
 /// ```
 /// use herdless::rwsem::RwSem;
 ///
@@ -252,26 +259,88 @@ pub use upgrade_async::RawUpgrade;
 #[cfg(not(loom))]
 pub type RwSem<T> = lock_api::RwLock<RawRwSem, T>;
 /// The read guard of [`RwSem`].
+///
+/// # Examples
+/// ```
+/// use herdless::rwsem::{RwSem, RwSemReadGuard};
+///
+/// let sem = RwSem::new(vec![1, 2]);
+/// let a: RwSemReadGuard<'_, Vec<i32>> = sem.read();
+/// let b = sem.read(); // readers share the lock
+/// assert!(sem.try_write().is_none());
+/// assert_eq!(a.len() + b.len(), 4);
+/// ```
 #[cfg(not(loom))]
 pub type RwSemReadGuard<'a, T> = lock_api::RwLockReadGuard<'a, RawRwSem, T>;
-/// The write guard of [`RwSem`].
+/// The write guard of [`RwSem`]. It is `Send`: a hold belongs to no
+/// thread, and may be released on another.
+///
+/// # Examples
+/// ```
+/// use herdless::rwsem::{RwSem, RwSemWriteGuard};
+///
+/// let sem = RwSem::new(0);
+/// let mut guard: RwSemWriteGuard<'_, i32> = sem.write();
+/// *guard = 1;
+/// std::thread::scope(|s| {
+///     s.spawn(move || drop(guard)); // released on another thread
+/// });
+/// assert_eq!(*sem.read(), 1);
+/// ```
 #[cfg(not(loom))]
 pub type RwSemWriteGuard<'a, T> = lock_api::RwLockWriteGuard<'a, RawRwSem, T>;
 /// The upgradable read guard of [`RwSem`].
+///
+/// # Examples
+/// ```
+/// use herdless::rwsem::{RwSem, RwSemUpgradableReadGuard};
+///
+/// let sem = RwSem::new(0);
+/// let reader = sem.read();
+/// let seen: RwSemUpgradableReadGuard<'_, i32> = sem.upgradable_read();
+/// // A reader holds the lock: the try fails and hands the guard back.
+/// let seen = RwSemUpgradableReadGuard::try_upgrade(seen).unwrap_err();
+/// drop(reader);
+/// let mut w = RwSemUpgradableReadGuard::try_upgrade(seen).ok().unwrap();
+/// *w += 1;
+/// ```
 #[cfg(not(loom))]
 pub type RwSemUpgradableReadGuard<'a, T> = lock_api::RwLockUpgradableReadGuard<'a, RawRwSem, T>;
 /// A read guard of [`RwSem`] narrowed to a part of the data by
 /// `RwSemReadGuard::map`.
+///
+/// # Examples
+/// ```
+/// use herdless::rwsem::{RwSem, RwSemMappedReadGuard, RwSemReadGuard};
+///
+/// let sem = RwSem::new((1, "one"));
+/// let name: RwSemMappedReadGuard<'_, &str> = RwSemReadGuard::map(sem.read(), |p| &p.1);
+/// assert_eq!(*name, "one");
+/// assert!(sem.try_write().is_none(), "still a read hold");
+/// ```
 #[cfg(not(loom))]
 pub type RwSemMappedReadGuard<'a, T> = lock_api::MappedRwLockReadGuard<'a, RawRwSem, T>;
 /// A write guard of [`RwSem`] narrowed to a part of the data by
 /// `RwSemWriteGuard::map`.
+///
+/// # Examples
+/// ```
+/// use herdless::rwsem::{RwSem, RwSemMappedWriteGuard, RwSemWriteGuard};
+///
+/// let sem = RwSem::new((1, String::new()));
+/// let mut name: RwSemMappedWriteGuard<'_, String> = RwSemWriteGuard::map(sem.write(), |p| &mut p.1);
+/// name.push_str("one");
+/// assert!(sem.try_read().is_none(), "still the write hold");
+/// drop(name);
+/// assert_eq!(sem.read().1, "one");
+/// ```
 #[cfg(not(loom))]
 pub type RwSemMappedWriteGuard<'a, T> = lock_api::MappedRwLockWriteGuard<'a, RawRwSem, T>;
 
 /// [`RwSem`] under the name `std::sync::RwLock` and `parking_lot::RwLock`
 /// users look for: the same type, with the same guards.
 ///
+/// # Examples
 /// ```
 /// use herdless::{RwLock, RwLockReadGuard, RwLockUpgradableReadGuard, RwLockWriteGuard};
 ///
@@ -290,18 +359,55 @@ pub type RwSemMappedWriteGuard<'a, T> = lock_api::MappedRwLockWriteGuard<'a, Raw
 #[cfg(not(loom))]
 pub type RwLock<T> = RwSem<T>;
 /// The read guard of [`RwLock`] (std's name for [`RwSemReadGuard`]).
+///
+/// # Examples
+/// ```
+/// use herdless::{RwLock, RwLockReadGuard};
+///
+/// fn total(lock: &RwLock<Vec<u32>>) -> u32 {
+///     let rows: RwLockReadGuard<'_, Vec<u32>> = lock.read();
+///     rows.iter().sum()
+/// }
+/// assert_eq!(total(&RwLock::new(vec![1, 2])), 3);
+/// ```
 #[cfg(not(loom))]
 pub type RwLockReadGuard<'a, T> = RwSemReadGuard<'a, T>;
 /// The write guard of [`RwLock`] (std's name for [`RwSemWriteGuard`]).
+///
+/// # Examples
+/// ```
+/// use herdless::{RwLock, RwLockUpgradableReadGuard, RwLockWriteGuard};
+///
+/// let lock = RwLock::new(0);
+/// let mut w: RwLockWriteGuard<'_, i32> = lock.write();
+/// *w = 1;
+/// // Back to an upgradable read, with no writer in between:
+/// let u = RwLockWriteGuard::downgrade_to_upgradable(w);
+/// assert_eq!(*lock.read(), 1, "readers share it again");
+/// drop(RwLockUpgradableReadGuard::upgrade(u));
+/// ```
 #[cfg(not(loom))]
 pub type RwLockWriteGuard<'a, T> = RwSemWriteGuard<'a, T>;
 /// The upgradable read guard of [`RwLock`] (parking_lot's name for
 /// [`RwSemUpgradableReadGuard`]).
+///
+/// # Examples
+/// ```
+/// use herdless::{RwLock, RwLockUpgradableReadGuard};
+///
+/// let lock = RwLock::new(vec![1]);
+/// let u: RwLockUpgradableReadGuard<'_, Vec<i32>> = lock.upgradable_read();
+/// assert!(lock.try_upgradable_read().is_none(), "one upgradable reader");
+/// let r = RwLockUpgradableReadGuard::downgrade(u); // now a plain read guard
+/// assert!(lock.try_upgradable_read().is_some());
+/// assert_eq!(*r, [1]);
+/// ```
 #[cfg(not(loom))]
 pub type RwLockUpgradableReadGuard<'a, T> = RwSemUpgradableReadGuard<'a, T>;
 /// A read guard of [`RwLock`] narrowed to a part of the data by
 /// `RwLockReadGuard::map` (parking_lot's name for [`RwSemMappedReadGuard`]).
 ///
+/// # Examples
 /// ```
 /// use herdless::{MappedRwLockReadGuard, MappedRwLockWriteGuard, RwLock};
 /// use herdless::{RwLockReadGuard, RwLockWriteGuard};
@@ -318,5 +424,16 @@ pub type RwLockUpgradableReadGuard<'a, T> = RwSemUpgradableReadGuard<'a, T>;
 pub type MappedRwLockReadGuard<'a, T> = RwSemMappedReadGuard<'a, T>;
 /// A write guard of [`RwLock`] narrowed to a part of the data by
 /// `RwLockWriteGuard::map` (parking_lot's name for [`RwSemMappedWriteGuard`]).
+///
+/// # Examples
+/// ```
+/// use herdless::{MappedRwLockWriteGuard, RwLock, RwLockWriteGuard};
+///
+/// let lock = RwLock::new([0, 0]);
+/// let mut second: MappedRwLockWriteGuard<'_, i32> = RwLockWriteGuard::map(lock.write(), |a| &mut a[1]);
+/// *second = 2;
+/// drop(second);
+/// assert_eq!(*lock.read(), [0, 2]);
+/// ```
 #[cfg(not(loom))]
 pub type MappedRwLockWriteGuard<'a, T> = RwSemMappedWriteGuard<'a, T>;

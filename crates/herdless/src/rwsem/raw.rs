@@ -25,6 +25,33 @@ pub const HANDOFF_AFTER: Duration = Duration::from_millis(4);
 
 /// The raw reader-writer semaphore. Use it through [`RwSem`](super::RwSem),
 /// or directly with its `unsafe` unlock methods.
+///
+/// The raw calls take and release *holds* (shared, upgradable,
+/// exclusive) without guards: every hold taken is given back once, with
+/// the unlock of its mode, by any thread (holds belong to no thread).
+///
+/// # Examples
+/// ```
+/// use herdless::RawRwSem;
+///
+/// let sem = RawRwSem::new();
+/// sem.read();
+/// assert!(sem.try_read(), "readers share");
+/// assert!(!sem.try_write(), "a writer excludes readers");
+/// // SAFETY: this thread took the two shared holds it gives back.
+/// unsafe {
+///     sem.read_unlock();
+///     sem.read_unlock();
+/// }
+/// sem.write();
+/// assert!(sem.is_locked_exclusive());
+/// // SAFETY: this thread holds the lock exclusive.
+/// unsafe { sem.downgrade() }; // exclusive -> shared, nobody in between
+/// assert!(sem.is_locked() && !sem.is_locked_exclusive());
+/// // SAFETY: the shared hold the downgrade left.
+/// unsafe { sem.read_unlock() };
+/// assert!(!sem.is_locked());
+/// ```
 pub struct RawRwSem {
     /// `AtomicCount`'s state word (see the module docs); always 0 with
     /// `Generic`.
@@ -63,13 +90,40 @@ impl std::fmt::Debug for RawRwSem {
 
 impl RawRwSem {
     /// An unlocked semaphore with the default configuration
-    /// ([`RwSemConfig::DEFAULT`]).
+    /// ([`RwSemConfig::DEFAULT`]); `const`, so it can be a `static`.
+    ///
+    /// # Examples
+    /// ```
+    /// use herdless::{variants::RwSemConfig, RawRwSem};
+    ///
+    /// static SEM: RawRwSem = RawRwSem::new();
+    /// assert!(!SEM.is_locked());
+    /// assert_eq!(SEM.config(), RwSemConfig::DEFAULT);
+    /// ```
     #[cfg(not(loom))]
     pub const fn new() -> Self {
         Self::with_config(RwSemConfig::DEFAULT)
     }
 
     /// An unlocked semaphore with the given counting and wake timing.
+    ///
+    /// # Examples
+    /// The seed's "before" (the 2006 spinlock rwsem, waking under the wait
+    /// lock) behaves as the default one:
+    /// ```
+    /// use herdless::variants::{Counting, RwSemConfig, WakeTiming};
+    /// use herdless::RawRwSem;
+    ///
+    /// let before = RwSemConfig::new(Counting::Generic, WakeTiming::WakeUnderLock);
+    /// let sem = RawRwSem::with_config(before);
+    /// sem.write();
+    /// assert!(!sem.try_read());
+    /// // SAFETY: this thread holds the lock exclusive.
+    /// unsafe { sem.write_unlock() };
+    /// assert!(sem.try_read());
+    /// // SAFETY: the shared hold just taken.
+    /// unsafe { sem.read_unlock() };
+    /// ```
     #[cfg(not(loom))]
     pub const fn with_config(config: RwSemConfig) -> Self {
         RawRwSem {
@@ -96,6 +150,16 @@ impl RawRwSem {
     }
 
     /// The configuration chosen at construction.
+    ///
+    /// # Examples
+    /// ```
+    /// use herdless::variants::{Counting, RwSemConfig, WakeTiming};
+    /// use herdless::RawRwSem;
+    ///
+    /// let config = RwSemConfig::new(Counting::Generic, WakeTiming::WakeAfterUnlock);
+    /// assert_eq!(RawRwSem::with_config(config).config(), config);
+    /// assert_eq!(RawRwSem::new().config().counting, Counting::AtomicCount);
+    /// ```
     pub fn config(&self) -> RwSemConfig {
         self.config
     }
@@ -103,14 +167,55 @@ impl RawRwSem {
     // ----- acquiring -------------------------------------------------------
 
     /// Takes the lock shared, sleeping while a writer holds it or anyone
-    /// waits ahead (FIFO).
+    /// waits ahead (FIFO). Release the hold with
+    /// [`read_unlock`](Self::read_unlock).
+    ///
+    /// # Examples
+    /// A reader sleeps while a writer holds the lock, and the writer's
+    /// release grants it:
+    /// ```
+    /// use herdless::RawRwSem;
+    ///
+    /// let sem = RawRwSem::new();
+    /// sem.write();
+    /// std::thread::scope(|s| {
+    ///     let reader = s.spawn(|| {
+    ///         sem.read(); // sleeps until the writer leaves
+    ///         let writer_left = !sem.is_locked_exclusive();
+    ///         // SAFETY: this thread holds the lock shared.
+    ///         unsafe { sem.read_unlock() };
+    ///         writer_left
+    ///     });
+    ///     while sem.waiters() == 0 {
+    ///         std::thread::yield_now(); // until the reader sleeps
+    ///     }
+    ///     // SAFETY: this thread holds the lock exclusive.
+    ///     unsafe { sem.write_unlock() }; // grants the reader
+    ///     assert!(reader.join().unwrap());
+    /// });
+    /// ```
     #[inline]
     pub fn read(&self) {
         let acquired = self.acquire(Kind::Read, None);
         debug_assert!(acquired, "an untimed acquire cannot time out");
     }
 
-    /// Takes the lock shared if that is possible without waiting.
+    /// Takes the lock shared if that is possible without waiting; returns
+    /// whether it did.
+    ///
+    /// # Examples
+    /// ```
+    /// use herdless::RawRwSem;
+    ///
+    /// let sem = RawRwSem::new();
+    /// sem.write();
+    /// assert!(!sem.try_read(), "a writer holds it");
+    /// // SAFETY: this thread holds the lock exclusive.
+    /// unsafe { sem.write_unlock() };
+    /// assert!(sem.try_read());
+    /// // SAFETY: the shared hold just taken.
+    /// unsafe { sem.read_unlock() };
+    /// ```
     #[inline]
     pub fn try_read(&self) -> bool {
         self.try_acquire(Kind::Read)
@@ -119,6 +224,25 @@ impl RawRwSem {
     /// [`read`](Self::read) giving up after `timeout`: `Duration::ZERO`
     /// tries once without queueing, `Duration::MAX` waits forever. A grant
     /// that races the timeout wins: the lock is then held and `Ok` returned.
+    ///
+    /// # Errors
+    /// [`TimedOut`] if the lock could not be taken shared within `timeout`;
+    /// nothing is held then.
+    ///
+    /// # Examples
+    /// ```
+    /// use std::time::Duration;
+    /// use herdless::{wait_queue::TimedOut, RawRwSem};
+    ///
+    /// let sem = RawRwSem::new();
+    /// sem.write();
+    /// assert_eq!(sem.read_timeout(Duration::from_millis(1)), Err(TimedOut));
+    /// // SAFETY: this thread holds the lock exclusive.
+    /// unsafe { sem.write_unlock() };
+    /// assert_eq!(sem.read_timeout(Duration::ZERO), Ok(()));
+    /// // SAFETY: the shared hold just taken.
+    /// unsafe { sem.read_unlock() };
+    /// ```
     pub fn read_timeout(&self, timeout: Duration) -> Result<(), TimedOut> {
         self.acquire(Kind::Read, Some(timeout))
             .then_some(())
@@ -126,14 +250,50 @@ impl RawRwSem {
     }
 
     /// Takes the lock exclusive, sleeping while anyone holds it or waits
-    /// ahead (FIFO).
+    /// ahead (FIFO). Release the hold with
+    /// [`write_unlock`](Self::write_unlock).
+    ///
+    /// # Examples
+    /// A writer sleeps until the last reader leaves:
+    /// ```
+    /// use herdless::RawRwSem;
+    ///
+    /// let sem = RawRwSem::new();
+    /// sem.read();
+    /// std::thread::scope(|s| {
+    ///     s.spawn(|| {
+    ///         sem.write(); // sleeps until the reader leaves
+    ///         assert!(sem.is_locked_exclusive());
+    ///         // SAFETY: this thread holds the lock exclusive.
+    ///         unsafe { sem.write_unlock() };
+    ///     });
+    ///     while sem.waiters() == 0 {
+    ///         std::thread::yield_now(); // until the writer sleeps
+    ///     }
+    ///     // SAFETY: this thread holds the lock shared.
+    ///     unsafe { sem.read_unlock() }; // grants (or wakes) the writer
+    /// });
+    /// assert!(!sem.is_locked());
+    /// ```
     #[inline]
     pub fn write(&self) {
         let acquired = self.acquire(Kind::Write, None);
         debug_assert!(acquired, "an untimed acquire cannot time out");
     }
 
-    /// Takes the lock exclusive if that is possible without waiting.
+    /// Takes the lock exclusive if that is possible without waiting;
+    /// returns whether it did.
+    ///
+    /// # Examples
+    /// ```
+    /// use herdless::RawRwSem;
+    ///
+    /// let sem = RawRwSem::new();
+    /// assert!(sem.try_write());
+    /// assert!(!sem.try_write() && !sem.try_read());
+    /// // SAFETY: this thread holds the lock exclusive.
+    /// unsafe { sem.write_unlock() };
+    /// ```
     #[inline]
     pub fn try_write(&self) -> bool {
         self.try_acquire(Kind::Write)
@@ -141,6 +301,25 @@ impl RawRwSem {
 
     /// [`write`](Self::write) giving up after `timeout` (as
     /// [`read_timeout`](Self::read_timeout)).
+    ///
+    /// # Errors
+    /// [`TimedOut`] if the lock could not be taken exclusive within
+    /// `timeout`; nothing is held then.
+    ///
+    /// # Examples
+    /// ```
+    /// use std::time::Duration;
+    /// use herdless::{wait_queue::TimedOut, RawRwSem};
+    ///
+    /// let sem = RawRwSem::new();
+    /// sem.read();
+    /// assert_eq!(sem.write_timeout(Duration::from_millis(1)), Err(TimedOut));
+    /// // SAFETY: this thread holds the lock shared.
+    /// unsafe { sem.read_unlock() };
+    /// assert_eq!(sem.write_timeout(Duration::MAX), Ok(()));
+    /// // SAFETY: the exclusive hold just taken.
+    /// unsafe { sem.write_unlock() };
+    /// ```
     pub fn write_timeout(&self, timeout: Duration) -> Result<(), TimedOut> {
         self.acquire(Kind::Write, Some(timeout))
             .then_some(())
@@ -150,6 +329,16 @@ impl RawRwSem {
     // ----- queries ---------------------------------------------------------
 
     /// Whether anyone holds the lock (a snapshot).
+    ///
+    /// # Examples
+    /// ```
+    /// let sem = herdless::RawRwSem::new();
+    /// assert!(!sem.is_locked());
+    /// sem.upgradable_read();
+    /// assert!(sem.is_locked());
+    /// // SAFETY: this thread holds the lock upgradable.
+    /// unsafe { sem.upgradable_unlock() };
+    /// ```
     pub fn is_locked(&self) -> bool {
         match self.config.counting {
             Counting::AtomicCount => self.count.load(Ordering::Relaxed) & HOLDERS != 0,
@@ -161,6 +350,19 @@ impl RawRwSem {
     }
 
     /// Whether a writer holds the lock (a snapshot).
+    ///
+    /// # Examples
+    /// ```
+    /// let sem = herdless::RawRwSem::new();
+    /// sem.read();
+    /// assert!(!sem.is_locked_exclusive());
+    /// // SAFETY: this thread holds the lock shared.
+    /// unsafe { sem.read_unlock() };
+    /// sem.write();
+    /// assert!(sem.is_locked_exclusive());
+    /// // SAFETY: this thread holds the lock exclusive.
+    /// unsafe { sem.write_unlock() };
+    /// ```
     pub fn is_locked_exclusive(&self) -> bool {
         match self.config.counting {
             Counting::AtomicCount => self.count.load(Ordering::Relaxed) & WRITER != 0,
@@ -180,12 +382,58 @@ impl RawRwSem {
 
     /// Threads queued asleep, an upgrader waiting for readers included (a
     /// snapshot).
+    ///
+    /// # Examples
+    /// ```
+    /// use herdless::RawRwSem;
+    ///
+    /// let sem = RawRwSem::new();
+    /// sem.write();
+    /// assert_eq!(sem.waiters(), 0, "a holder is not a waiter");
+    /// std::thread::scope(|s| {
+    ///     for _ in 0..2 {
+    ///         // SAFETY: each thread gives back the hold it took.
+    ///         s.spawn(|| unsafe {
+    ///             sem.read();
+    ///             sem.read_unlock();
+    ///         });
+    ///     }
+    ///     while sem.waiters() < 2 {
+    ///         std::thread::yield_now();
+    ///     }
+    ///     // SAFETY: this thread holds the lock exclusive.
+    ///     unsafe { sem.write_unlock() }; // grants both readers at once
+    /// });
+    /// assert_eq!(sem.waiters(), 0);
+    /// ```
     pub fn waiters(&self) -> usize {
         self.wait.lock().len()
     }
 
     /// Event counts so far (zero without the `stats` feature). Reading them
     /// takes the wait lock but is not counted.
+    ///
+    /// # Examples
+    /// The default counting takes no wait lock while nobody waits; the
+    /// seed's "before" takes it on every acquire and release:
+    /// ```
+    /// use herdless::rwsem::{RawRwSem, RwSemStats};
+    /// use herdless::variants::{Counting, RwSemConfig, WakeTiming};
+    ///
+    /// let atomic = RawRwSem::new();
+    /// let generic = RawRwSem::with_config(RwSemConfig::new(Counting::Generic, WakeTiming::WakeAfterUnlock));
+    /// for sem in [&atomic, &generic] {
+    ///     sem.write();
+    ///     // SAFETY: this thread holds the lock exclusive.
+    ///     unsafe { sem.write_unlock() };
+    /// }
+    /// if herdless::stats::ENABLED {
+    ///     assert_eq!(atomic.stats().wait_lock_acquisitions, 0);
+    ///     assert_eq!(generic.stats().wait_lock_acquisitions, 2);
+    /// } else {
+    ///     assert_eq!(generic.stats(), RwSemStats::default());
+    /// }
+    /// ```
     pub fn stats(&self) -> RwSemStats {
         let q = self.wait.lock();
         RwSemStats {

@@ -16,7 +16,23 @@ impl RawRwSem {
     /// # Safety
     /// The caller holds the lock shared (from `read`, `try_read`,
     /// `read_timeout`, `downgrade` or `downgrade_upgradable`) and gives up
-    /// that hold.
+    /// that hold. Any thread may release it: holds belong to no thread.
+    ///
+    /// # Panics
+    /// In debug builds, if the lock is visibly not held in that mode (the
+    /// Safety contract broken).
+    ///
+    /// # Examples
+    /// A shared hold taken on one thread and released on another:
+    /// ```
+    /// let sem = herdless::RawRwSem::new();
+    /// sem.read();
+    /// std::thread::scope(|s| {
+    ///     // SAFETY: the main thread's shared hold, given up there.
+    ///     s.spawn(|| unsafe { sem.read_unlock() });
+    /// });
+    /// assert!(!sem.is_locked());
+    /// ```
     #[inline]
     pub unsafe fn read_unlock(&self) {
         match self.config.counting {
@@ -60,6 +76,19 @@ impl RawRwSem {
     /// The caller holds the lock exclusive (from `write`, `try_write`,
     /// `write_timeout`, `upgrade`, `try_upgrade` or `upgrade_timeout`) and
     /// gives up that hold.
+    ///
+    /// # Panics
+    /// In debug builds, if the lock is visibly not held in that mode (the
+    /// Safety contract broken).
+    ///
+    /// # Examples
+    /// ```
+    /// let sem = herdless::RawRwSem::new();
+    /// sem.write();
+    /// // SAFETY: this thread holds the lock exclusive.
+    /// unsafe { sem.write_unlock() };
+    /// assert!(!sem.is_locked());
+    /// ```
     #[inline]
     pub unsafe fn write_unlock(&self) {
         match self.config.counting {
@@ -89,6 +118,35 @@ impl RawRwSem {
     ///
     /// # Safety
     /// The caller holds the lock exclusive; afterwards it holds it shared.
+    ///
+    /// # Panics
+    /// In debug builds, if the lock is visibly not held in that mode (the
+    /// Safety contract broken).
+    ///
+    /// # Examples
+    /// A reader asleep behind the writer shares the lock with it at once:
+    /// ```
+    /// use herdless::RawRwSem;
+    ///
+    /// let sem = RawRwSem::new();
+    /// sem.write();
+    /// std::thread::scope(|s| {
+    ///     let reader = s.spawn(|| {
+    ///         sem.read();
+    ///         // SAFETY: this thread holds the lock shared.
+    ///         unsafe { sem.read_unlock() };
+    ///     });
+    ///     while sem.waiters() == 0 {
+    ///         std::thread::yield_now(); // until the reader sleeps
+    ///     }
+    ///     // SAFETY: this thread holds the lock exclusive.
+    ///     unsafe { sem.downgrade() };
+    ///     reader.join().unwrap(); // it was granted alongside our shared hold
+    ///     assert!(sem.is_locked() && !sem.is_locked_exclusive());
+    ///     // SAFETY: the shared hold the downgrade left.
+    ///     unsafe { sem.read_unlock() };
+    /// });
+    /// ```
     pub unsafe fn downgrade(&self) {
         match self.config.counting {
             Counting::AtomicCount => {
@@ -124,6 +182,38 @@ impl RawRwSem {
     ///
     /// # Safety
     /// As [`read_unlock`](Self::read_unlock).
+    ///
+    /// # Panics
+    /// In debug builds, if the lock is visibly not held in that mode (the
+    /// Safety contract broken).
+    ///
+    /// # Examples
+    /// A writer asleep on the lock gets it before the releasing thread can
+    /// take it again:
+    /// ```
+    /// use std::sync::atomic::{AtomicBool, Ordering};
+    /// use herdless::RawRwSem;
+    ///
+    /// let (sem, wrote) = (RawRwSem::new(), AtomicBool::new(false));
+    /// sem.read();
+    /// std::thread::scope(|s| {
+    ///     s.spawn(|| {
+    ///         sem.write();
+    ///         wrote.store(true, Ordering::Relaxed);
+    ///         // SAFETY: this thread holds the lock exclusive.
+    ///         unsafe { sem.write_unlock() };
+    ///     });
+    ///     while sem.waiters() == 0 {
+    ///         std::thread::yield_now(); // until the writer sleeps
+    ///     }
+    ///     // SAFETY: this thread holds the lock shared.
+    ///     unsafe { sem.read_unlock_fair() }; // the writer holds it now
+    ///     sem.read(); // so this waits for the writer to leave
+    ///     assert!(wrote.load(Ordering::Relaxed));
+    ///     // SAFETY: the shared hold just taken.
+    ///     unsafe { sem.read_unlock() };
+    /// });
+    /// ```
     pub unsafe fn read_unlock_fair(&self) {
         match self.config.counting {
             // SAFETY: the caller's contract (a shared hold).
@@ -143,6 +233,38 @@ impl RawRwSem {
     ///
     /// # Safety
     /// As [`write_unlock`](Self::write_unlock).
+    ///
+    /// # Panics
+    /// In debug builds, if the lock is visibly not held in that mode (the
+    /// Safety contract broken).
+    ///
+    /// # Examples
+    /// A writer asleep on the lock gets it before the releasing thread can
+    /// take it again:
+    /// ```
+    /// use std::sync::atomic::{AtomicBool, Ordering};
+    /// use herdless::RawRwSem;
+    ///
+    /// let (sem, wrote) = (RawRwSem::new(), AtomicBool::new(false));
+    /// sem.write();
+    /// std::thread::scope(|s| {
+    ///     s.spawn(|| {
+    ///         sem.write();
+    ///         wrote.store(true, Ordering::Relaxed);
+    ///         // SAFETY: this thread holds the lock exclusive.
+    ///         unsafe { sem.write_unlock() };
+    ///     });
+    ///     while sem.waiters() == 0 {
+    ///         std::thread::yield_now(); // until the writer sleeps
+    ///     }
+    ///     // SAFETY: this thread holds the lock exclusive.
+    ///     unsafe { sem.write_unlock_fair() }; // the writer holds it now
+    ///     sem.read(); // so this waits for the writer to leave
+    ///     assert!(wrote.load(Ordering::Relaxed));
+    ///     // SAFETY: the shared hold just taken.
+    ///     unsafe { sem.read_unlock() };
+    /// });
+    /// ```
     pub unsafe fn write_unlock_fair(&self) {
         match self.config.counting {
             // SAFETY: the caller's contract (the exclusive hold).

@@ -9,6 +9,28 @@
 use std::time::Instant;
 
 /// A semaphore's event counts (all zero without the `stats` feature).
+///
+/// # Examples
+/// A reader that slept behind a writer: one wait, one wakeup (the grant):
+/// ```
+/// use herdless::{rwsem::RwSemStats, RwSem, RwSemExt};
+///
+/// let sem = RwSem::new(0);
+/// let writer = sem.write();
+/// std::thread::scope(|s| {
+///     s.spawn(|| *sem.read());
+///     while sem.waiters() == 0 {
+///         std::thread::yield_now(); // until the reader sleeps
+///     }
+///     drop(writer); // grants the reader
+/// });
+/// let stats = sem.stats();
+/// if herdless::stats::ENABLED {
+///     assert_eq!((stats.waits, stats.wakeups, stats.timeouts), (1, 1, 0));
+/// } else {
+///     assert_eq!(stats, RwSemStats::default());
+/// }
+/// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct RwSemStats {
     /// Times the wait lock was taken.

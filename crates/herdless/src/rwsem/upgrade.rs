@@ -27,14 +27,40 @@ impl RawRwSem {
     /// and of other upgradable readers; it can later be upgraded to the
     /// exclusive hold without letting a writer in between. Sleeps (FIFO, as
     /// [`read`](Self::read)) while a writer or another upgradable reader
-    /// holds the lock.
+    /// holds the lock. Release the hold with
+    /// [`upgradable_unlock`](Self::upgradable_unlock), or turn it into
+    /// another with [`upgrade`](Self::upgrade) or
+    /// [`downgrade_upgradable`](Self::downgrade_upgradable).
+    ///
+    /// # Examples
+    /// ```
+    /// let sem = herdless::RawRwSem::new();
+    /// sem.upgradable_read();
+    /// assert!(sem.try_read(), "shared with readers");
+    /// assert!(!sem.try_write() && !sem.try_upgradable_read());
+    /// // SAFETY: this thread holds the shared and the upgradable hold.
+    /// unsafe {
+    ///     sem.read_unlock();
+    ///     sem.upgradable_unlock();
+    /// }
+    /// ```
     #[inline]
     pub fn upgradable_read(&self) {
         let acquired = self.acquire(Kind::Upgradable, None);
         debug_assert!(acquired, "an untimed acquire cannot time out");
     }
 
-    /// Takes the upgradable hold if that is possible without waiting.
+    /// Takes the upgradable hold if that is possible without waiting;
+    /// returns whether it did.
+    ///
+    /// # Examples
+    /// ```
+    /// let sem = herdless::RawRwSem::new();
+    /// assert!(sem.try_upgradable_read());
+    /// assert!(!sem.try_upgradable_read(), "one upgradable holder at a time");
+    /// // SAFETY: this thread holds the lock upgradable.
+    /// unsafe { sem.upgradable_unlock() };
+    /// ```
     #[inline]
     pub fn try_upgradable_read(&self) -> bool {
         self.try_acquire(Kind::Upgradable)
@@ -42,6 +68,26 @@ impl RawRwSem {
 
     /// [`upgradable_read`](Self::upgradable_read) giving up after `timeout`
     /// (as [`read_timeout`](Self::read_timeout)).
+    ///
+    /// # Errors
+    /// [`TimedOut`] if the upgradable hold could not be taken within
+    /// `timeout`; nothing is held then.
+    ///
+    /// # Examples
+    /// ```
+    /// use std::time::Duration;
+    /// use herdless::{wait_queue::TimedOut, RawRwSem};
+    ///
+    /// let sem = RawRwSem::new();
+    /// sem.upgradable_read();
+    /// let wait = Duration::from_millis(1);
+    /// assert_eq!(sem.upgradable_read_timeout(wait), Err(TimedOut), "taken");
+    /// // SAFETY: this thread holds the lock upgradable.
+    /// unsafe { sem.upgradable_unlock() };
+    /// assert_eq!(sem.upgradable_read_timeout(wait), Ok(()));
+    /// // SAFETY: the upgradable hold just taken.
+    /// unsafe { sem.upgradable_unlock() };
+    /// ```
     pub fn upgradable_read_timeout(&self, timeout: Duration) -> Result<(), TimedOut> {
         self.acquire(Kind::Upgradable, Some(timeout))
             .then_some(())
@@ -55,6 +101,21 @@ impl RawRwSem {
     /// `try_upgradable_read`, `upgradable_read_timeout` or
     /// `downgrade_to_upgradable`, or kept by a failed `try_upgrade` /
     /// `upgrade_timeout`) and gives up that hold.
+    ///
+    /// # Panics
+    /// In debug builds, if the lock is visibly not held upgradable (the
+    /// Safety contract broken).
+    ///
+    /// # Examples
+    /// ```
+    /// let sem = herdless::RawRwSem::new();
+    /// sem.upgradable_read();
+    /// // SAFETY: this thread holds the lock upgradable.
+    /// unsafe { sem.upgradable_unlock() };
+    /// assert!(!sem.is_locked() && sem.try_write());
+    /// // SAFETY: the exclusive hold just taken.
+    /// unsafe { sem.write_unlock() };
+    /// ```
     #[inline]
     pub unsafe fn upgradable_unlock(&self) {
         match self.config.counting {
@@ -92,6 +153,38 @@ impl RawRwSem {
     ///
     /// # Safety
     /// As [`upgradable_unlock`](Self::upgradable_unlock).
+    ///
+    /// # Panics
+    /// In debug builds, if the lock is visibly not held upgradable (the
+    /// Safety contract broken).
+    ///
+    /// # Examples
+    /// A writer asleep on the lock gets it before the releasing thread can
+    /// take it again:
+    /// ```
+    /// use std::sync::atomic::{AtomicBool, Ordering};
+    /// use herdless::RawRwSem;
+    ///
+    /// let (sem, wrote) = (RawRwSem::new(), AtomicBool::new(false));
+    /// sem.upgradable_read();
+    /// std::thread::scope(|s| {
+    ///     s.spawn(|| {
+    ///         sem.write();
+    ///         wrote.store(true, Ordering::Relaxed);
+    ///         // SAFETY: this thread holds the lock exclusive.
+    ///         unsafe { sem.write_unlock() };
+    ///     });
+    ///     while sem.waiters() == 0 {
+    ///         std::thread::yield_now(); // until the writer sleeps
+    ///     }
+    ///     // SAFETY: this thread holds the lock upgradable.
+    ///     unsafe { sem.upgradable_unlock_fair() }; // the writer holds it now
+    ///     sem.read(); // so this waits for the writer to leave
+    ///     assert!(wrote.load(Ordering::Relaxed));
+    ///     // SAFETY: the shared hold just taken.
+    ///     unsafe { sem.read_unlock() };
+    /// });
+    /// ```
     pub unsafe fn upgradable_unlock_fair(&self) {
         match self.config.counting {
             // SAFETY: the caller's contract (the upgradable hold).
@@ -109,6 +202,36 @@ impl RawRwSem {
     /// # Safety
     /// The caller holds the lock upgradable; afterwards it holds it
     /// exclusive.
+    ///
+    /// # Panics
+    /// In debug builds, if the lock is visibly not held upgradable (the
+    /// Safety contract broken).
+    ///
+    /// # Examples
+    /// The upgrade waits for the last reader, here released by another
+    /// thread once the upgrade waits:
+    /// ```
+    /// use herdless::RawRwSem;
+    ///
+    /// let sem = RawRwSem::new();
+    /// sem.upgradable_read();
+    /// sem.read(); // a reader shares the lock
+    /// std::thread::scope(|s| {
+    ///     s.spawn(|| {
+    ///         while sem.waiters() == 0 {
+    ///             std::thread::yield_now(); // until the upgrade waits
+    ///         }
+    ///         // SAFETY: the main thread's shared hold (holds belong to no
+    ///         // thread); it is not used after this.
+    ///         unsafe { sem.read_unlock() };
+    ///     });
+    ///     // SAFETY: this thread holds the lock upgradable.
+    ///     unsafe { sem.upgrade() };
+    ///     assert!(sem.is_locked_exclusive());
+    ///     // SAFETY: the upgrade made the hold exclusive.
+    ///     unsafe { sem.write_unlock() };
+    /// });
+    /// ```
     #[inline]
     pub unsafe fn upgrade(&self) {
         let upgraded = self.config.counting == Counting::AtomicCount && self.try_upgrade_count()
@@ -122,6 +245,24 @@ impl RawRwSem {
     /// # Safety
     /// The caller holds the lock upgradable; afterwards it holds it
     /// exclusive if `true` was returned, upgradable otherwise.
+    ///
+    /// # Panics
+    /// In debug builds, if the lock is visibly not held upgradable (the
+    /// Safety contract broken).
+    ///
+    /// # Examples
+    /// ```
+    /// let sem = herdless::RawRwSem::new();
+    /// sem.upgradable_read();
+    /// sem.read();
+    /// // SAFETY: this thread holds the lock upgradable, and shared.
+    /// unsafe {
+    ///     assert!(!sem.try_upgrade(), "a reader holds the lock");
+    ///     sem.read_unlock();
+    ///     assert!(sem.try_upgrade());
+    ///     sem.write_unlock();
+    /// }
+    /// ```
     pub unsafe fn try_upgrade(&self) -> bool {
         match self.config.counting {
             Counting::AtomicCount => self.try_upgrade_count(),
@@ -137,6 +278,32 @@ impl RawRwSem {
     /// # Safety
     /// The caller holds the lock upgradable; afterwards it holds it
     /// exclusive on `Ok`, upgradable on `Err`.
+    ///
+    /// # Errors
+    /// [`TimedOut`] if readers still held the lock after `timeout`; the
+    /// caller then still holds it upgradable.
+    ///
+    /// # Panics
+    /// In debug builds, if the lock is visibly not held upgradable (the
+    /// Safety contract broken).
+    ///
+    /// # Examples
+    /// ```
+    /// use std::time::Duration;
+    /// use herdless::{wait_queue::TimedOut, RawRwSem};
+    ///
+    /// let sem = RawRwSem::new();
+    /// sem.upgradable_read();
+    /// sem.read();
+    /// // SAFETY: this thread holds the lock upgradable, and shared.
+    /// unsafe {
+    ///     assert_eq!(sem.upgrade_timeout(Duration::from_millis(1)), Err(TimedOut));
+    ///     assert!(!sem.try_upgradable_read(), "the upgradable hold is kept");
+    ///     sem.read_unlock();
+    ///     assert_eq!(sem.upgrade_timeout(Duration::from_millis(1)), Ok(()));
+    ///     sem.write_unlock();
+    /// }
+    /// ```
     pub unsafe fn upgrade_timeout(&self, timeout: Duration) -> Result<(), TimedOut> {
         let upgraded = self.config.counting == Counting::AtomicCount && self.try_upgrade_count()
             || self.upgrade_slow(Some(timeout));
@@ -149,6 +316,25 @@ impl RawRwSem {
     ///
     /// # Safety
     /// The caller holds the lock upgradable; afterwards it holds it shared.
+    ///
+    /// # Panics
+    /// In debug builds, if the lock is visibly not held upgradable (the
+    /// Safety contract broken).
+    ///
+    /// # Examples
+    /// ```
+    /// let sem = herdless::RawRwSem::new();
+    /// sem.upgradable_read();
+    /// // SAFETY: this thread holds the lock upgradable.
+    /// unsafe { sem.downgrade_upgradable() };
+    /// assert!(sem.try_upgradable_read(), "the upgradable hold is free again");
+    /// // SAFETY: this thread holds the lock shared, and upgradable.
+    /// unsafe {
+    ///     sem.read_unlock();
+    ///     sem.upgradable_unlock();
+    /// }
+    /// assert!(!sem.is_locked());
+    /// ```
     pub unsafe fn downgrade_upgradable(&self) {
         match self.config.counting {
             Counting::AtomicCount => {
@@ -188,6 +374,25 @@ impl RawRwSem {
     /// # Safety
     /// The caller holds the lock exclusive; afterwards it holds it
     /// upgradable.
+    ///
+    /// # Panics
+    /// In debug builds, if the lock is visibly not held exclusive (the
+    /// Safety contract broken).
+    ///
+    /// # Examples
+    /// ```
+    /// let sem = herdless::RawRwSem::new();
+    /// sem.write();
+    /// // SAFETY: this thread holds the lock exclusive.
+    /// unsafe { sem.downgrade_to_upgradable() };
+    /// assert!(sem.try_read(), "readers share the lock again");
+    /// // SAFETY: this thread holds the lock shared, and upgradable.
+    /// unsafe {
+    ///     sem.read_unlock();
+    ///     assert!(sem.try_upgrade(), "and it can be upgraded back");
+    ///     sem.write_unlock();
+    /// }
+    /// ```
     pub unsafe fn downgrade_to_upgradable(&self) {
         match self.config.counting {
             Counting::AtomicCount => {

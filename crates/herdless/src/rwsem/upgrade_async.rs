@@ -25,6 +25,34 @@ use crate::variants::Counting;
 /// exclusive one (from [`RawRwSem::upgrade_async`]): `Ready(())` once the
 /// caller holds the lock exclusive. Dropped before that, the caller still
 /// holds it upgradable.
+///
+/// # Panics
+/// If polled again after it returned `Ready`.
+///
+/// # Examples
+/// Dropped while readers hold the lock, it gives up waiting and the
+/// caller keeps the upgradable hold:
+/// ```
+/// use std::future::Future;
+/// use std::task::{Context, Waker};
+/// use herdless::RawRwSem;
+///
+/// let sem = RawRwSem::new();
+/// sem.upgradable_read();
+/// sem.read();
+/// // SAFETY: this thread holds the lock upgradable.
+/// let mut upgrade = Box::pin(unsafe { sem.upgrade_async() });
+/// let mut cx = Context::from_waker(Waker::noop());
+/// assert!(upgrade.as_mut().poll(&mut cx).is_pending(), "a reader holds the lock");
+/// drop(upgrade);
+/// assert!(!sem.is_locked_exclusive() && !sem.try_upgradable_read());
+/// // SAFETY: the shared and the upgradable hold taken above.
+/// unsafe {
+///     sem.read_unlock();
+///     sem.upgradable_unlock();
+/// }
+/// assert!(!sem.is_locked());
+/// ```
 #[must_use = "futures do nothing unless polled"]
 pub struct RawUpgrade<'a> {
     sem: &'a RawRwSem,
@@ -47,6 +75,17 @@ impl RawRwSem {
     /// hold while the future lives. Once the future completed it holds the
     /// lock exclusive; if the future is dropped before, it holds it
     /// upgradable.
+    ///
+    /// # Examples
+    /// ```
+    /// let sem = herdless::RawRwSem::new();
+    /// sem.upgradable_read();
+    /// // SAFETY: this thread holds the lock upgradable.
+    /// futures::executor::block_on(unsafe { sem.upgrade_async() });
+    /// assert!(sem.is_locked_exclusive());
+    /// // SAFETY: the upgrade made the hold exclusive.
+    /// unsafe { sem.write_unlock() };
+    /// ```
     pub unsafe fn upgrade_async(&self) -> RawUpgrade<'_> {
         RawUpgrade {
             sem: self,

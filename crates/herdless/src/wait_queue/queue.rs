@@ -14,6 +14,24 @@ use crate::util::wake_list::{WakeList, WakeSource};
 pub(crate) use crate::variants::WakeMode;
 
 /// Event counts of a queue (all zero without the `stats` feature).
+///
+/// # Examples
+/// ```
+/// use herdless::wait_queue::{WaitQueue, WaitQueueStats};
+///
+/// let queue = WaitQueue::new();
+/// let poller = queue.register(|| {});
+/// queue.wake_up(1);
+/// queue.wake_up(1);
+/// drop(poller);
+/// queue.wake_up(1); // nobody waits: no wakeup
+/// let stats = queue.stats();
+/// if herdless::stats::ENABLED {
+///     assert_eq!((stats.wakeups, stats.wasted_wakeups, stats.passed_on), (2, 0, 0));
+/// } else {
+///     assert_eq!(stats, WaitQueueStats::default());
+/// }
+/// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct WaitQueueStats {
     /// Entries woken: threads unparked and callbacks called, by wakes and
@@ -61,6 +79,7 @@ impl Lists {
 /// A wait-queue head (kernel: `wait_queue_head_t`); see the
 /// [module docs](super) for the contract and the ordering argument.
 ///
+/// # Examples
 /// A blocking stack of jobs: a consumer waits *exclusively* and its closure
 /// tests and takes in one step, under the lock that guards the state; the
 /// producer changes the state, then wakes one consumer per job. A callback
@@ -100,6 +119,10 @@ impl Lists {
 /// drop(poller);
 /// assert!(queue.is_empty());
 /// ```
+///
+/// See [`wait_event`](WaitQueue::wait_event) for a waiter that only tests
+/// a condition, and [`wait_event_async`](WaitQueue::wait_event_async) and
+/// its siblings for tasks.
 pub struct WaitQueue {
     lists: SpinParkLock<Lists>,
     /// Entries in `lists` (threads and callbacks): raised under the lock by
@@ -130,11 +153,48 @@ impl std::fmt::Debug for WaitQueue {
 
 impl WaitQueue {
     /// An empty queue in [`WakeMode::Exclusive`].
+    ///
+    /// # Examples
+    /// ```
+    /// use herdless::{variants::WakeMode, WaitQueue};
+    ///
+    /// let queue = WaitQueue::new();
+    /// assert!(queue.is_empty());
+    /// assert_eq!(queue.mode(), WakeMode::Exclusive);
+    /// ```
     pub fn new() -> Self {
         Self::with_mode(WakeMode::Exclusive)
     }
 
     /// An empty queue with the given wake mode.
+    ///
+    /// # Examples
+    /// Two exclusive sleepers and a wake for one unit of work: the default
+    /// wakes one, the seed's "before" the whole herd:
+    /// ```
+    /// use std::sync::atomic::{AtomicBool, Ordering};
+    /// use herdless::{variants::WakeMode, Attempt, WaitQueue};
+    ///
+    /// for (mode, woken) in [(WakeMode::Exclusive, 1), (WakeMode::WakeAll, 2)] {
+    ///     let (queue, closed) = (WaitQueue::with_mode(mode), AtomicBool::new(false));
+    ///     let wait = || {
+    ///         queue.wait_event_exclusive(|| match closed.load(Ordering::Acquire) {
+    ///             true => Attempt::Done(()),
+    ///             false => Attempt::Wait,
+    ///         })
+    ///     };
+    ///     std::thread::scope(|s| {
+    ///         s.spawn(wait);
+    ///         s.spawn(wait);
+    ///         while queue.len() < 2 {
+    ///             std::thread::yield_now(); // until both are queued
+    ///         }
+    ///         assert_eq!(queue.wake_up(1), woken);
+    ///         closed.store(true, Ordering::Release);
+    ///         queue.wake_up_all();
+    ///     });
+    /// }
+    /// ```
     pub fn with_mode(mode: WakeMode) -> Self {
         WaitQueue {
             lists: SpinParkLock::new(Lists {
@@ -149,6 +209,13 @@ impl WaitQueue {
     }
 
     /// The wake mode chosen at construction.
+    ///
+    /// # Examples
+    /// ```
+    /// use herdless::{variants::WakeMode, WaitQueue};
+    ///
+    /// assert_eq!(WaitQueue::with_mode(WakeMode::WakeAll).mode(), WakeMode::WakeAll);
+    /// ```
     pub fn mode(&self) -> WakeMode {
         self.mode
     }
@@ -164,6 +231,43 @@ impl WaitQueue {
     /// Change the state the waiters test *before* calling `wake_up`; the
     /// lost-wakeup argument in the module docs relies on it. Threads are
     /// unparked and callbacks run after the queue lock is dropped.
+    ///
+    /// # Examples
+    /// One token per wake, taken by one of two sleeping consumers:
+    /// ```
+    /// use std::sync::atomic::{AtomicUsize, Ordering};
+    /// use herdless::{Attempt, WaitQueue};
+    ///
+    /// let (queue, tokens) = (WaitQueue::new(), AtomicUsize::new(0));
+    /// assert_eq!(queue.wake_up(1), 0, "nobody waits: no lock taken");
+    /// let take = || {
+    ///     queue.wait_event_exclusive(|| {
+    ///         match tokens.fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1)) {
+    ///             Ok(_) => Attempt::Done(()),
+    ///             Err(_) => Attempt::Wait,
+    ///         }
+    ///     })
+    /// };
+    /// std::thread::scope(|s| {
+    ///     s.spawn(take);
+    ///     s.spawn(take);
+    ///     while queue.len() < 2 {
+    ///         std::thread::yield_now(); // until both are queued
+    ///     }
+    ///     tokens.fetch_add(1, Ordering::Release); // the state first,
+    ///     assert_eq!(queue.wake_up(1), 1, "one sleeper, not both"); // then the wake
+    ///     tokens.fetch_add(1, Ordering::Release);
+    ///     queue.wake_up(1);
+    /// });
+    /// assert_eq!(tokens.load(Ordering::Relaxed), 0, "each consumer took one");
+    /// ```
+    ///
+    /// `wake_up(0)` calls the non-exclusive entries only:
+    /// ```
+    /// let queue = herdless::WaitQueue::new();
+    /// let (_a, _b) = (queue.register(|| {}), queue.register(|| {}));
+    /// assert_eq!(queue.wake_up(0), 2);
+    /// ```
     pub fn wake_up(&self, nr_exclusive: usize) -> usize {
         // (W) pairs with (E) in `enqueue`: the caller's state change is
         // before this fence, the waiter's look after its own (module docs).
@@ -221,6 +325,26 @@ impl WaitQueue {
     }
 
     /// Wakes every entry; returns how many.
+    ///
+    /// # Examples
+    /// ```
+    /// use std::sync::atomic::{AtomicBool, Ordering};
+    /// use herdless::WaitQueue;
+    ///
+    /// let (queue, done) = (WaitQueue::new(), AtomicBool::new(false));
+    /// let _poller = queue.register(|| {});
+    /// std::thread::scope(|s| {
+    ///     for _ in 0..2 {
+    ///         s.spawn(|| queue.wait_event(|| done.load(Ordering::Acquire)));
+    ///     }
+    ///     while queue.len() < 3 {
+    ///         std::thread::yield_now(); // the poller and the two sleepers
+    ///     }
+    ///     done.store(true, Ordering::Release);
+    ///     queue.wake_up_all();
+    /// });
+    /// assert_eq!(queue.len(), 1, "the sleepers left; the poller stays registered");
+    /// ```
     pub fn wake_up_all(&self) -> usize {
         self.wake_up(usize::MAX)
     }
@@ -242,17 +366,42 @@ impl WaitQueue {
 
     /// Number of queued entries (sleeping threads and registered callbacks).
     /// A snapshot, for diagnostics and tests.
+    ///
+    /// # Examples
+    /// ```
+    /// let queue = herdless::WaitQueue::new();
+    /// let poller = queue.register(|| {});
+    /// assert_eq!(queue.len(), 1);
+    /// drop(poller);
+    /// assert_eq!(queue.len(), 0);
+    /// ```
     pub fn len(&self) -> usize {
         let lists = self.lists.lock();
         lists.shared.len() + lists.exclusive.len()
     }
 
     /// Whether no entry is queued (a snapshot).
+    ///
+    /// # Examples
+    /// ```
+    /// let queue = herdless::WaitQueue::new();
+    /// assert!(queue.is_empty());
+    /// let _poller = queue.register(|| {});
+    /// assert!(!queue.is_empty());
+    /// ```
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
 
     /// Event counts since construction (zeros without the `stats` feature).
+    ///
+    /// # Examples
+    /// ```
+    /// let queue = herdless::WaitQueue::new();
+    /// queue.wake_up_all(); // nobody waits
+    /// assert_eq!(queue.stats().wakeups, 0);
+    /// ```
+    /// See [`WaitQueueStats`] for a queue with an entry.
     pub fn stats(&self) -> WaitQueueStats {
         WaitQueueStats {
             wakeups: self.counters.wakeups.sum(),

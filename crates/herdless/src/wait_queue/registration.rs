@@ -51,6 +51,26 @@ impl WaitQueue {
     /// Registering does not look at the source: as with any waiter, the
     /// poller registers first, then checks readiness itself, so that no
     /// event falls between the two.
+    ///
+    /// # Examples
+    /// ```
+    /// use std::sync::atomic::{AtomicUsize, Ordering};
+    /// use std::sync::Arc;
+    /// use herdless::WaitQueue;
+    ///
+    /// let queue = WaitQueue::new();
+    /// let calls = Arc::new(AtomicUsize::new(0));
+    /// let registration = queue.register({
+    ///     let calls = calls.clone();
+    ///     move || {
+    ///         calls.fetch_add(1, Ordering::Relaxed);
+    ///     }
+    /// });
+    /// assert_eq!(queue.wake_up(0), 1, "a poller is never exclusive: every wake calls it");
+    /// drop(registration);
+    /// assert_eq!(queue.wake_up(0), 0);
+    /// assert_eq!(calls.load(Ordering::Relaxed), 1);
+    /// ```
     pub fn register(&self, callback: impl Fn() + Send + Sync + 'static) -> Registration<'_> {
         Registration {
             queue: self,
@@ -63,6 +83,30 @@ impl WaitQueue {
     /// event source shared with `Arc`) and the queue `queue(&owner)`, and
     /// stays valid as long as it is kept. This is what an interest list
     /// stores next to the source it watches.
+    ///
+    /// # Examples
+    /// ```
+    /// use std::sync::atomic::{AtomicUsize, Ordering};
+    /// use std::sync::Arc;
+    /// use herdless::WaitQueue;
+    ///
+    /// struct Source {
+    ///     readers: WaitQueue,
+    /// }
+    /// let source = Arc::new(Source { readers: WaitQueue::new() });
+    /// let calls = Arc::new(AtomicUsize::new(0));
+    /// let registration = WaitQueue::register_owned(source.clone(), |s| &s.readers, {
+    ///     let calls = calls.clone();
+    ///     move || {
+    ///         calls.fetch_add(1, Ordering::Relaxed);
+    ///     }
+    /// });
+    /// source.readers.wake_up(1);
+    /// assert_eq!(calls.load(Ordering::Relaxed), 1);
+    /// assert_eq!(Arc::strong_count(&source), 2, "the registration keeps the source");
+    /// drop(registration);
+    /// assert!(source.readers.is_empty());
+    /// ```
     pub fn register_owned<T>(
         owner: Arc<T>,
         queue: fn(&T) -> &WaitQueue,
@@ -117,6 +161,15 @@ impl WaitQueue {
 }
 
 /// A callback entry on a borrowed [`WaitQueue`]; removed on drop.
+///
+/// # Examples
+/// ```
+/// let queue = herdless::WaitQueue::new();
+/// let registration = queue.register(|| {});
+/// assert_eq!(queue.len(), 1);
+/// drop(registration);
+/// assert!(queue.is_empty());
+/// ```
 pub struct Registration<'a> {
     queue: &'a WaitQueue,
     entry: Pin<Box<Entry>>,
@@ -124,6 +177,13 @@ pub struct Registration<'a> {
 
 impl Registration<'_> {
     /// The queue this entry is on.
+    ///
+    /// # Examples
+    /// ```
+    /// let queue = herdless::WaitQueue::new();
+    /// let registration = queue.register(|| {});
+    /// assert!(std::ptr::eq(registration.queue(), &queue));
+    /// ```
     pub fn queue(&self) -> &WaitQueue {
         self.queue
     }
@@ -146,6 +206,20 @@ impl std::fmt::Debug for Registration<'_> {
 
 /// A callback entry on the queue of a shared owner; removed on drop. See
 /// [`WaitQueue::register_owned`].
+///
+/// It is `Send` and `Sync` when the owner is, and `'static` when the owner
+/// type is: it can be stored anywhere, as an interest list stores it.
+///
+/// # Examples
+/// ```
+/// use std::sync::Arc;
+/// use herdless::{wait_queue::OwnedRegistration, WaitQueue};
+///
+/// let owner = Arc::new(WaitQueue::new());
+/// let registration: OwnedRegistration<WaitQueue> = WaitQueue::register_owned(owner, |q| q, || {});
+/// let kept = std::thread::spawn(move || registration).join().unwrap();
+/// assert_eq!(kept.queue().len(), 1);
+/// ```
 pub struct OwnedRegistration<T: ?Sized> {
     /// Points into `*owner` (or to a queue that outlives it): valid while
     /// `owner` is held, see `queue()`.
@@ -165,6 +239,15 @@ unsafe impl<T: ?Sized + Send + Sync> Sync for OwnedRegistration<T> {}
 
 impl<T: ?Sized> OwnedRegistration<T> {
     /// The queue this entry is on.
+    ///
+    /// # Examples
+    /// ```
+    /// use std::sync::Arc;
+    /// use herdless::WaitQueue;
+    ///
+    /// let registration = WaitQueue::register_owned(Arc::new(WaitQueue::new()), |q| q, || {});
+    /// assert_eq!(registration.queue().wake_up(0), 1);
+    /// ```
     pub fn queue(&self) -> &WaitQueue {
         // SAFETY: the pointer came from `queue(&owner)`, a reference whose
         // lifetime is that of a shared borrow of `*owner`. `owner` is an
@@ -175,6 +258,16 @@ impl<T: ?Sized> OwnedRegistration<T> {
     }
 
     /// The owner this registration keeps alive.
+    ///
+    /// # Examples
+    /// ```
+    /// use std::sync::Arc;
+    /// use herdless::WaitQueue;
+    ///
+    /// let owner = Arc::new(WaitQueue::new());
+    /// let registration = WaitQueue::register_owned(owner.clone(), |q| q, || {});
+    /// assert!(Arc::ptr_eq(registration.owner(), &owner));
+    /// ```
     pub fn owner(&self) -> &Arc<T> {
         &self.owner
     }

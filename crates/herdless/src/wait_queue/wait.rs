@@ -18,6 +18,31 @@ use crate::util::waiter::Slept;
 /// What an exclusive waiter's attempt found; the closure passed to
 /// [`WaitQueue::wait_event_exclusive`] returns it. See the module docs,
 /// "The consumption contract".
+///
+/// # Examples
+/// A consumer that takes a job (`Done`), or leaves when cancelled without
+/// taking one (`PassOn`: a wakeup meant for a job goes to another
+/// consumer):
+/// ```
+/// use std::sync::atomic::{AtomicBool, Ordering};
+/// use herdless::{Attempt, Mutex, WaitQueue};
+///
+/// let (jobs, queue, cancelled) = (Mutex::new(vec![1]), WaitQueue::new(), AtomicBool::new(false));
+/// let next = || {
+///     queue.wait_event_exclusive(|| {
+///         if cancelled.load(Ordering::Acquire) {
+///             return Attempt::PassOn(None);
+///         }
+///         match jobs.lock().pop() {
+///             Some(job) => Attempt::Done(Some(job)),
+///             None => Attempt::Wait,
+///         }
+///     })
+/// };
+/// assert_eq!(next(), Some(1));
+/// cancelled.store(true, Ordering::Release);
+/// assert_eq!(next(), None);
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[must_use]
 pub enum Attempt<R> {
@@ -36,6 +61,16 @@ pub enum Attempt<R> {
 
 /// A timed wait ended because its timeout elapsed before the condition held
 /// (and, for an exclusive waiter, before a wake chose it).
+///
+/// # Examples
+/// ```
+/// use std::time::Duration;
+/// use herdless::{wait_queue::TimedOut, WaitQueue};
+///
+/// let queue = WaitQueue::new();
+/// assert_eq!(queue.wait_event_timeout(|| false, Duration::from_millis(1)), Err(TimedOut));
+/// assert_eq!(TimedOut.to_string(), "the wait timed out");
+/// ```
 #[derive(Clone, Copy, Debug, Error, PartialEq, Eq, Hash)]
 #[error("the wait timed out")]
 pub struct TimedOut;
@@ -46,6 +81,26 @@ impl WaitQueue {
     ///
     /// `cond` is called before sleeping, after queueing, and after each
     /// wake; never concurrently with itself, and never under the queue lock.
+    ///
+    /// # Panics
+    /// If `cond` panics: the panic propagates, after the waiter has left
+    /// the queue.
+    ///
+    /// # Examples
+    /// ```
+    /// use std::sync::atomic::{AtomicBool, Ordering};
+    /// use herdless::WaitQueue;
+    ///
+    /// let (queue, ready) = (WaitQueue::new(), AtomicBool::new(false));
+    /// std::thread::scope(|s| {
+    ///     s.spawn(|| {
+    ///         ready.store(true, Ordering::Release); // the state first,
+    ///         queue.wake_up_all(); // then the wake
+    ///     });
+    ///     queue.wait_event(|| ready.load(Ordering::Acquire));
+    /// });
+    /// assert!(queue.is_empty());
+    /// ```
     pub fn wait_event(&self, mut cond: impl FnMut() -> bool) {
         let result = self.wait(false, || ready(cond()), None);
         debug_assert!(result.is_ok(), "an untimed wait cannot time out");
@@ -57,6 +112,26 @@ impl WaitQueue {
     /// `Duration::MAX` (or any timeout too large for the clock) waits
     /// forever. If the timeout fires after a wake dequeued this waiter, the
     /// wake wins: `cond` is checked once more.
+    ///
+    /// # Errors
+    /// [`TimedOut`] if `cond()` was still `false` when `timeout` had passed.
+    ///
+    /// # Panics
+    /// If `cond` panics: the panic propagates, after the waiter has left
+    /// the queue.
+    ///
+    /// # Examples
+    /// ```
+    /// use std::sync::atomic::{AtomicBool, Ordering};
+    /// use std::time::Duration;
+    /// use herdless::{wait_queue::TimedOut, WaitQueue};
+    ///
+    /// let (queue, ready) = (WaitQueue::new(), AtomicBool::new(false));
+    /// let cond = || ready.load(Ordering::Acquire);
+    /// assert_eq!(queue.wait_event_timeout(cond, Duration::from_millis(1)), Err(TimedOut));
+    /// ready.store(true, Ordering::Release);
+    /// assert_eq!(queue.wait_event_timeout(cond, Duration::ZERO), Ok(()));
+    /// ```
     pub fn wait_event_timeout(
         &self,
         mut cond: impl FnMut() -> bool,
@@ -75,6 +150,37 @@ impl WaitQueue {
     /// lock that guards the state, so that the two cannot be separated.
     /// It is never called under the queue lock. If it panics while this
     /// waiter holds a wakeup, the wakeup is passed on.
+    ///
+    /// # Panics
+    /// If `attempt` panics: the panic propagates, after the waiter has left
+    /// the queue and passed on a wakeup it held.
+    ///
+    /// # Examples
+    /// Each posted job wakes one consumer, which takes it under the jobs'
+    /// lock:
+    /// ```
+    /// use herdless::{Attempt, Mutex, WaitQueue};
+    ///
+    /// let (jobs, posted) = (Mutex::new(Vec::new()), WaitQueue::new());
+    /// let sum = std::thread::scope(|s| {
+    ///     let consumers: Vec<_> = (0..3)
+    ///         .map(|_| {
+    ///             s.spawn(|| {
+    ///                 posted.wait_event_exclusive(|| match jobs.lock().pop() {
+    ///                     Some(job) => Attempt::Done(job),
+    ///                     None => Attempt::Wait,
+    ///                 })
+    ///             })
+    ///         })
+    ///         .collect();
+    ///     for job in 1..=3 {
+    ///         jobs.lock().push(job);
+    ///         posted.wake_up(1); // one consumer per job
+    ///     }
+    ///     consumers.into_iter().map(|c| c.join().unwrap()).sum::<i32>()
+    /// });
+    /// assert_eq!(sum, 6);
+    /// ```
     pub fn wait_event_exclusive<R>(&self, attempt: impl FnMut() -> Attempt<R>) -> R {
         match self.wait(true, attempt, None) {
             Ok(r) => r,
@@ -90,6 +196,31 @@ impl WaitQueue {
     /// that wakeup: the wake wins and `attempt` is called once more
     /// (ARCHITECTURE contract 4); `Err(TimedOut)` is returned only if it still says
     /// [`Attempt::Wait`], i.e. the event was consumed by someone else.
+    ///
+    /// # Errors
+    /// [`TimedOut`] if `attempt` still returned [`Attempt::Wait`] when
+    /// `timeout` had passed.
+    ///
+    /// # Panics
+    /// If `attempt` panics: the panic propagates, after the waiter has left
+    /// the queue and passed on a wakeup it held.
+    ///
+    /// # Examples
+    /// ```
+    /// use std::time::Duration;
+    /// use herdless::{wait_queue::TimedOut, Attempt, Mutex, WaitQueue};
+    ///
+    /// let (jobs, posted) = (Mutex::new(Vec::new()), WaitQueue::new());
+    /// let take = || match jobs.lock().pop() {
+    ///     Some(job) => Attempt::Done(job),
+    ///     None => Attempt::Wait,
+    /// };
+    /// let wait = Duration::from_millis(1);
+    /// assert_eq!(posted.wait_event_exclusive_timeout(take, wait), Err(TimedOut));
+    /// jobs.lock().push(7);
+    /// posted.wake_up(1);
+    /// assert_eq!(posted.wait_event_exclusive_timeout(take, wait), Ok(7));
+    /// ```
     pub fn wait_event_exclusive_timeout<R>(
         &self,
         attempt: impl FnMut() -> Attempt<R>,

@@ -42,6 +42,7 @@ impl WaitQueue {
     /// after queueing, after each wake), never under the queue lock.
     /// Dropping the future leaves the queue.
     ///
+    /// # Examples
     /// ```
     /// use std::sync::atomic::{AtomicBool, Ordering};
     /// use herdless::WaitQueue;
@@ -76,6 +77,7 @@ impl WaitQueue {
     /// neither polled nor dropped keeps it: it holds up the one event it
     /// was chosen for, and nothing else.
     ///
+    /// # Examples
     /// ```
     /// use herdless::{Attempt, Mutex, WaitQueue};
     ///
@@ -122,6 +124,7 @@ impl WaitQueue {
     /// after a wake chose it passes the wakeup on (as with any exclusive
     /// waiter); dropping it before its first poll drops `release` too.
     ///
+    /// # Examples
     /// ```
     /// use std::sync::Arc;
     /// use herdless::*;
@@ -156,6 +159,27 @@ impl WaitQueue {
 /// The future of [`WaitQueue::wait_unlocked_async`].
 ///
 /// `Send` when the guard is.
+///
+/// # Panics
+/// If polled again after it returned `Ready`.
+///
+/// # Examples
+/// The guard is dropped once the future has queued, not before:
+/// ```
+/// use std::future::Future;
+/// use std::task::{Context, Waker};
+/// use herdless::{Mutex, WaitQueue};
+///
+/// let (state, queue) = (Mutex::new(0), WaitQueue::new());
+/// let mut wait = Box::pin(queue.wait_unlocked_async(state.lock()));
+/// assert!(state.is_locked(), "not polled yet: the guard is held");
+/// let mut cx = Context::from_waker(Waker::noop());
+/// assert!(wait.as_mut().poll(&mut cx).is_pending());
+/// assert!(!state.is_locked() && queue.len() == 1, "queued, then unlocked");
+/// *state.lock() = 1; // the state changes under the lock,
+/// assert_eq!(queue.wake_up(1), 1); // then the wake chooses the future
+/// assert!(wait.as_mut().poll(&mut cx).is_ready());
+/// ```
 #[must_use = "futures do nothing unless polled"]
 pub struct WaitUnlocked<'a, G> {
     waiting: Waiting<'a>,
@@ -205,6 +229,26 @@ impl<G> std::fmt::Debug for WaitUnlocked<'_, G> {
 /// The future of [`WaitQueue::wait_event_async`].
 ///
 /// Dropping it leaves the queue. `Send` when the condition is.
+///
+/// # Panics
+/// If polled again after it returned `Ready`; if the condition panics (the
+/// panic propagates).
+///
+/// # Examples
+/// ```
+/// use std::future::Future;
+/// use std::sync::atomic::{AtomicBool, Ordering};
+/// use std::task::{Context, Waker};
+/// use herdless::WaitQueue;
+///
+/// let (queue, ready) = (WaitQueue::new(), AtomicBool::new(false));
+/// let mut wait = Box::pin(queue.wait_event_async(|| ready.load(Ordering::Acquire)));
+/// let mut cx = Context::from_waker(Waker::noop());
+/// assert!(wait.as_mut().poll(&mut cx).is_pending());
+/// assert_eq!(queue.len(), 1);
+/// drop(wait); // leaves the queue
+/// assert!(queue.is_empty());
+/// ```
 #[must_use = "futures do nothing unless polled"]
 pub struct WaitEvent<'a, F> {
     waiting: Waiting<'a>,
@@ -215,6 +259,35 @@ pub struct WaitEvent<'a, F> {
 ///
 /// Dropping it leaves the queue, passing on a wakeup it was chosen for and
 /// did not use. `Send` when the closure is.
+///
+/// # Panics
+/// If polled again after it returned `Ready`; if the attempt panics (the
+/// panic propagates, and a wakeup the future held is passed on).
+///
+/// # Examples
+/// A future chosen by a wake and dropped before it looked passes the
+/// wakeup on to the next exclusive waiter:
+/// ```
+/// use std::future::Future;
+/// use std::task::{Context, Waker};
+/// use herdless::{Attempt, Mutex, WaitQueue};
+///
+/// let (jobs, queue) = (Mutex::new(Vec::new()), WaitQueue::new());
+/// let take = || match jobs.lock().pop() {
+///     Some(job) => Attempt::Done(job),
+///     None => Attempt::Wait,
+/// };
+/// let mut cx = Context::from_waker(Waker::noop());
+/// let mut first = Box::pin(queue.wait_event_exclusive_async(take));
+/// let mut second = Box::pin(queue.wait_event_exclusive_async(take));
+/// assert!(first.as_mut().poll(&mut cx).is_pending());
+/// assert!(second.as_mut().poll(&mut cx).is_pending());
+/// jobs.lock().push(7);
+/// assert_eq!(queue.wake_up(1), 1); // chooses the oldest: `first`
+/// drop(first); // cancelled: the wakeup goes to `second`
+/// assert!(queue.is_empty(), "the pass-on dequeued `second` too");
+/// assert_eq!(second.as_mut().poll(&mut cx), std::task::Poll::Ready(7));
+/// ```
 #[must_use = "futures do nothing unless polled"]
 pub struct WaitEventExclusive<'a, F> {
     waiting: Waiting<'a>,
