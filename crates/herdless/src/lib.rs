@@ -128,7 +128,7 @@ pub use condvar::RawCondvar;
 pub use futex::{FutexTable, RequeueError, Requeued, WaitError, Woken};
 pub use mutex::RawMutex;
 #[cfg(not(loom))]
-pub use mutex::{MappedMutexGuard, Mutex, MutexGuard};
+pub use mutex::{MappedMutexGuard, Mutex, MutexAsyncExt, MutexExt, MutexGuard};
 pub use poll::{EventFd, EventPoll, Pollable};
 pub use rwsem::RawRwSem;
 #[cfg(not(loom))]
