@@ -157,26 +157,28 @@ fn a_woken_task_that_finds_the_lock_taken_parks_again_at_the_head() {
     drop(held);
     assert_eq!(counter.wakes(), 1);
     assert_eq!(m.waiters(), 1, "only the head was woken");
-    let mut barger = m.try_lock();
-    if barger.is_none() {
-        // The unlock handed the task the lock (eventual fairness): held
-        // for it, and its next poll returns it.
-        let Poll::Ready(mut g) = poll_once(task.as_mut(), &waker) else {
-            panic!("handed the lock, but not ready");
-        };
-        g.push("task");
-    } else {
-        // Woken, and the lock taken by a running thread first: the task's
-        // one try fails and it parks again, at the head.
-        assert!(poll_once(task.as_mut(), &waker).is_pending());
-        assert_eq!(m.waiters(), 2, "queued again, ahead of the thread");
-        barger.as_mut().unwrap().push("barger");
-        drop(barger);
-        assert_eq!(counter.wakes(), 2, "the taker's unlock woke the task again");
-        let Poll::Ready(mut g) = poll_once(task.as_mut(), &waker) else {
-            panic!("woken again, and the lock free");
-        };
-        g.push("task");
+    match m.try_lock() {
+        None => {
+            // The unlock handed the task the lock (eventual fairness):
+            // held for it, and its next poll returns it.
+            let Poll::Ready(mut g) = poll_once(task.as_mut(), &waker) else {
+                panic!("handed the lock, but not ready");
+            };
+            g.push("task");
+        }
+        Some(mut barger) => {
+            // Woken, and the lock taken by a running thread first: the
+            // task's one try fails and it parks again, at the head.
+            assert!(poll_once(task.as_mut(), &waker).is_pending());
+            assert_eq!(m.waiters(), 2, "queued again, ahead of the thread");
+            barger.push("barger");
+            drop(barger);
+            assert_eq!(counter.wakes(), 2, "the taker's unlock woke the task again");
+            let Poll::Ready(mut g) = poll_once(task.as_mut(), &waker) else {
+                panic!("woken again, and the lock free");
+            };
+            g.push("task");
+        }
     }
     sleeper.join().unwrap();
     let order = m.lock().clone();

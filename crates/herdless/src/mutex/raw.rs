@@ -3,17 +3,17 @@
 //!
 //! # The state word
 //! ```text
-//!   bit 0  LOCKED   a thread holds the lock
-//!   bit 1  PARKED   threads sleep in the futex table on this word (exact)
-//!   bit 2  WAKING   one woken thread is awake and trying for the lock
+//!   bit 0  LOCKED   a thread (or task) holds the lock
+//!   bit 1  PARKED   threads (or tasks) sleep in the futex table on this word (exact)
+//!   bit 2  WAKING   one woken thread (or task) is awake and trying for the lock
 //!   bit 3  ASKING   that woken thread spun in vain and asks for the lock
 //!   bit 4  HANDED   an unlock gave the lock (still LOCKED) to the asker
 //! ```
 //! | bit | set by | cleared by | under the bucket lock? |
 //! |---|---|---|---|
 //! | LOCKED | `acquire` (`fetch_or`), a slow-path CAS, a hand-off on a sleeper's or the asker's behalf | `release` (`fetch_sub`); the fair release of a word nobody sleeps on | hand-offs to sleepers: yes; others: no |
-//! | PARKED | a thread about to park (CAS); a condvar moving waiters onto the word | whoever removes the last sleeper (the waking unlock, a fair unlock, the last sleeper leaving on timeout), and a waking unlock that finds nobody | clear: yes; set: the condvar's yes, the parker's no (its park validates under the lock) |
-//! | WAKING | the unlock that decides to wake a sleeper (CAS; it hands the bit to the woken thread) | the owner: when it takes the lock (same CAS), when it parks again (its validation), and the waking unlock that found nobody | clear on park and on nobody found: yes; others: no |
+//! | PARKED | a thread or task about to park (CAS); a condvar moving waiters onto the word | whoever removes the last sleeper (the waking unlock, a fair unlock, the last sleeper leaving on timeout or a dropped task future), and a waking unlock that finds nobody | clear: yes; set: the condvar's yes, the parker's no (its park validates under the lock) |
+//! | WAKING | the unlock that decides to wake a sleeper (CAS; it hands the bit to the woken thread or task) | the owner: when it takes the lock (same CAS), when it parks again (its validation), when its task future is dropped (`give_up_waking`); the waking unlock that found nobody | clear on park and on nobody found: yes; others: no |
 //! | ASKING | the WAKING owner, once its spin budget is spent (CAS) | the owner (taking the lock, or parking: same CAS as WAKING); the unlock that gives it the lock | no |
 //! | HANDED | the unlock that finds ASKING: it takes the lock back for the asker (CAS) | the asker, taking it over | no |
 //!
@@ -68,9 +68,17 @@
 //!   set PARKED and has not validated yet then fails its validation and
 //!   tries again.
 //!
+//! - Tasks (`lock_async.rs`) take the same steps without spinning: a woken
+//!   task tries once and otherwise parks again at the head with the same
+//!   validation (it never sets ASKING); a task future dropped while it
+//!   owns WAKING gives it up and passes the wake on (`give_up_waking`: the
+//!   holder's unlock wakes, or it wakes if the lock is free), and one
+//!   dropped after a hand-off releases the lock.
+//!
 //! The loom models in `tests/loom_futex.rs` check these interleavings
 //! (`woken_thread_that_loses_the_race_is_woken_again`,
-//! `parked_bit_never_strands_a_sleeper`, and the timeout and condvar ones).
+//! `parked_bit_never_strands_a_sleeper`, and the timeout and condvar ones),
+//! and those in `tests/loom_async_mutex.rs` the tasks' steps.
 //!
 //! # Fairness: the woken thread asks, the next unlock gives
 //! Unlocks are unfair: a running thread may take the lock ahead of the
