@@ -362,6 +362,7 @@ fn a_task_waits_for_a_condition_under_the_mutex_with_wait_unlocked_async() {
 }
 
 #[test]
+#[cfg_attr(miri, ignore = "2,400 lock rounds on a runtime: hours under Miri")]
 fn tasks_and_threads_with_cancellations_count_exactly_on_a_multi_threaded_runtime() {
     let m = Arc::new(Mutex::new(0u64));
     let cancelled = Arc::new(AtomicUsize::new(0));

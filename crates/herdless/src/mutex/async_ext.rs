@@ -39,6 +39,9 @@ use super::{Mutex, MutexGuard};
 ///   still take it) until it is polled or dropped; handed the lock, it
 ///   holds the lock until then: exactly what FIFO hand-off puts behind a
 ///   waiter, and no more (async-lock #91's case).
+/// - **In a task, lock with `lock_async`.** The blocking `lock` would
+///   block the worker thread (and every task on it) while it waits, as
+///   std's does; `try_lock` never waits and is fine anywhere.
 /// - **The async condition wait** is
 ///   [`WaitQueue::wait_unlocked_async`](crate::WaitQueue::wait_unlocked_async)
 ///   with the guard: it queues the task, then drops the guard, and
