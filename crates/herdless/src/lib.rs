@@ -10,7 +10,8 @@
 //!
 //! | you would reach for | to | use |
 //! |---|---|---|
-//! | `std::sync::Mutex`, `parking_lot::Mutex` | protect data, one thread at a time | [`Mutex`] (`lock_api` guards; `try_lock_for`, `unlock_fair`, `bump`) |
+//! | `std::sync::Mutex`, `parking_lot::Mutex` | protect data, one thread at a time | [`Mutex`] (`lock_api` guards, `Send`; `try_lock_for`, `unlock_fair`, `bump`) |
+//! | `tokio::sync::Mutex`, `async_lock::Mutex` | the same from async tasks, or from tasks and threads on one lock | [`Mutex`] with [`MutexAsyncExt`] (`lock_async`; the threads' queue, the same guard) |
 //! | `std::sync::Condvar`, `parking_lot::Condvar` | sleep until a condition on mutex-protected data holds | [`Condvar`] (no spurious wakeups; exact `notify_one`/`notify_all` results; `notify_all` moves waiters onto the mutex instead of waking them all) |
 //! | `std::sync::RwLock`, `parking_lot::RwLock` | many readers or one writer | [`RwLock`], also named [`RwSem`] (FIFO among sleepers, upgradable reads, `downgrade`, timed, fair unlock) |
 //! | `tokio::sync::RwLock`, `async_lock::RwLock` | the same from async tasks, or from tasks and threads on one lock | [`RwSem`] with [`RwSemAsyncExt`] (`read_async`, `write_async`, `upgradable_read_async`, `upgrade_async`; the threads' queue) |
@@ -34,9 +35,9 @@
 //! the grant on; guards are the blocking calls' `Send` guards, held across
 //! `.await` as they are.
 //!
-//! What herdless does not offer: an async `Mutex` yet (use `RwSem`'s
-//! `write_async`); owned (`Arc`) guards; async timeouts (drop the future);
-//! poisoning (a panic while holding a lock releases it, as in
+//! What herdless does not offer: owned (`Arc`) guards; async timeouts
+//! (drop the future); an async `Condvar` (a task's condition wait is
+//! [`WaitQueue::wait_unlocked_async`] with the guard); poisoning (a panic while holding a lock releases it, as in
 //! parking_lot); recursive or reentrant locks; locks shared between
 //! processes; platforms other than Linux.
 //!
@@ -69,12 +70,12 @@
 //! use std::sync::Arc;
 //! use herdless::*;
 //!
-//! let table = Arc::new(RwSem::new(Vec::new()));
-//! let held = table.write(); // a thread holds the lock
+//! let table = Arc::new(Mutex::new(Vec::new()));
+//! let held = table.lock(); // a thread holds the lock
 //! let task = {
 //!     let table = table.clone();
 //!     async move {
-//!         let mut rows = table.write_async().await; // queued behind the thread
+//!         let mut rows = table.lock_async().await; // queued behind the thread
 //!         rows.push("from a task");
 //!         rows.len() // the guard is Send: it may live across an .await
 //!     }
@@ -83,9 +84,9 @@
 //! while table.waiters() == 0 {
 //!     std::thread::yield_now(); // until the task waits in the lock's queue
 //! }
-//! drop(held); // the thread's release grants the task
+//! drop(held); // the thread's unlock wakes the task
 //! assert_eq!(runner.join().unwrap(), 1);
-//! assert_eq!(*table.read(), ["from a task"]);
+//! assert_eq!(*table.lock(), ["from a task"]);
 //! ```
 //!
 //! A channel read by several threads; each item wakes one reader, and
@@ -147,7 +148,7 @@ pub use condvar::RawCondvar;
 pub use futex::{FutexTable, RequeueError, Requeued, WaitError, Woken};
 pub use mutex::RawMutex;
 #[cfg(not(loom))]
-pub use mutex::{MappedMutexGuard, Mutex, MutexGuard};
+pub use mutex::{MappedMutexGuard, Mutex, MutexAsyncExt, MutexExt, MutexGuard};
 pub use poll::{EventFd, EventPoll, Pollable};
 pub use rwsem::RawRwSem;
 #[cfg(not(loom))]

@@ -9,13 +9,15 @@
 //! deadlock report (every thread blocked).
 #![cfg(loom)]
 
-use std::future::Future;
-use std::pin::{pin, Pin};
-use std::task::{Context, Poll, Wake, Waker};
+mod loom_common;
+
+use std::pin::pin;
 
 use loom::sync::atomic::{AtomicUsize, Ordering};
-use loom::sync::{Arc, Notify};
+use loom::sync::Arc;
 use loom::thread;
+
+use loom_common::{block_on, model, poll_once, task_waker};
 
 use herdless::rwsem::RawRwSem;
 use herdless::variants::{Counting, RwSemConfig, WakeTiming};
@@ -25,45 +27,6 @@ const CONFIGS: [RwSemConfig; 2] = [
     RwSemConfig::new(Counting::Generic, WakeTiming::WakeAfterUnlock),
     RwSemConfig::new(Counting::AtomicCount, WakeTiming::WakeAfterUnlock),
 ];
-
-fn model(bound: usize, f: impl Fn() + Sync + Send + 'static) {
-    let mut builder = loom::model::Builder::new();
-    builder.preemption_bound = Some(bound);
-    builder.check(f);
-}
-
-/// A task's waker: wakes signal a loom `Notify` the task blocks on.
-struct TaskWake(Notify);
-
-impl Wake for TaskWake {
-    fn wake(self: std::sync::Arc<Self>) {
-        self.0.notify();
-    }
-    fn wake_by_ref(self: &std::sync::Arc<Self>) {
-        self.0.notify();
-    }
-}
-
-/// A waker and the `Notify` its wakes signal.
-fn task_waker() -> (std::sync::Arc<TaskWake>, Waker) {
-    let wake = std::sync::Arc::new(TaskWake(Notify::new()));
-    (wake.clone(), Waker::from(wake))
-}
-
-/// Polls `fut` with `waker` until it is ready, blocking on the waker's
-/// `Notify` between polls (a one-task executor).
-fn block_on<F: Future>(mut fut: Pin<&mut F>, wake: &TaskWake, waker: &Waker) -> F::Output {
-    loop {
-        if let Poll::Ready(out) = fut.as_mut().poll(&mut Context::from_waker(waker)) {
-            return out;
-        }
-        wake.0.wait();
-    }
-}
-
-fn poll_once<F: Future>(fut: Pin<&mut F>, waker: &Waker) -> Poll<F::Output> {
-    fut.poll(&mut Context::from_waker(waker))
-}
 
 /// The task re-polls with a new waker while the release grants (or, with
 /// `AtomicCount`, nudges) it: the grant clones the old waker and the update

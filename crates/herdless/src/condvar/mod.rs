@@ -491,7 +491,7 @@ unsafe impl lock_api::RawCondvar for RawCondvar {
     const INIT: Self = RawCondvar::new();
     type RawMutex = RawMutex;
 
-    unsafe fn wait(&self, mutex: &RawMutex, _guard: &mut lock_api::GuardNoSend) {
+    unsafe fn wait(&self, mutex: &RawMutex, _guard: &mut lock_api::GuardSend) {
         // SAFETY: the caller holds the mutex (trait contract).
         unsafe { self.wait_raw(mutex, None) };
     }
@@ -521,7 +521,7 @@ unsafe impl lock_api::RawCondvarTimed for RawCondvar {
     unsafe fn wait_until(
         &self,
         mutex: &RawMutex,
-        _guard: &mut lock_api::GuardNoSend,
+        _guard: &mut lock_api::GuardSend,
         deadline: &Instant,
     ) -> bool {
         let timeout = deadline.saturating_duration_since(Instant::now());

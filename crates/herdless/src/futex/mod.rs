@@ -71,16 +71,20 @@
 //! move). [`FutexTable::wait`], [`FutexTable::wake`] and
 //! [`FutexTable::cmp_requeue`] are those with trivial callbacks;
 //! [`Mutex`](crate::Mutex) and [`Condvar`](crate::Condvar) use the
-//! callbacks (ARCHITECTURE contract 5).
+//! callbacks (ARCHITECTURE contract 5). `park_async.rs` is the same park
+//! for a task, whose record is pinned in its future: a bucket's list holds
+//! threads and tasks in one FIFO (the async Mutex, contract 13).
 
 mod bucket;
 mod calls;
 mod error;
 mod park;
+mod park_async;
 mod table;
 mod waiter;
 
 pub(crate) use calls::{ParkHow, Parked, RequeueOp, Unparked};
 pub use error::{FutexError, RequeueError, WaitError};
+pub(crate) use park_async::TaskPark;
 pub(crate) use table::address;
 pub use table::{FutexStats, FutexTable, Requeued, Woken};

@@ -27,6 +27,7 @@ use super::table::{FutexTable, Requeued, WakePolicy};
 use super::waiter::{with_record, Keyed, Waiter};
 use crate::parker;
 use crate::sync::{fence, Ordering};
+use crate::util::sleeper::{Sleeper, Wakeup};
 use crate::util::waiter::{Slept, GRANTED};
 use crate::util::wake_list::WakeList;
 
@@ -96,7 +97,7 @@ impl FutexTable {
             return Parked::TimedOut;
         }
         parker::with_current(|parker| {
-            let record = Waiter::new(parker.unparker(), Keyed::new(key, index));
+            let record = Waiter::new(Sleeper::Thread(parker.unparker()), Keyed::new(key, index));
             // In the thread's record slot (dense memory: the waker's walk
             // touches few pages), or on this frame if that is busy.
             with_record(record, |waiter| {
@@ -144,9 +145,9 @@ impl FutexTable {
         })
     }
 
-    /// Takes a timed-out waiter out of the bucket it is on, unless an unpark
-    /// got to it first.
-    fn cancel(&self, waiter: &Waiter, timed_out: impl FnOnce(usize, bool)) -> Parked {
+    /// Takes a timed-out (or cancelled) waiter out of the bucket it is on,
+    /// unless an unpark got to it first.
+    pub(super) fn cancel(&self, waiter: &Waiter, timed_out: impl FnOnce(usize, bool)) -> Parked {
         let keyed = waiter.payload();
         loop {
             // The record may move to another bucket (requeue) until we hold
@@ -340,7 +341,7 @@ impl FutexTable {
         (to_key, to_index): (usize, usize),
         validate: impl FnOnce() -> Option<RequeueOp>,
         finish: impl FnOnce(Requeued, bool),
-        wakes: &mut WakeList,
+        wakes: &mut WakeList<Wakeup>,
     ) -> Option<Requeued> {
         let source = &self.buckets[from_index];
         let target = &self.buckets[to_index];

@@ -1,6 +1,9 @@
 //! The futex table's part of a waiter record (kernel: the key and the
 //! `lock_ptr` of `futex_q`); the record itself is the shared
-//! [`util::waiter::Waiter`](crate::util::waiter::Waiter).
+//! [`util::waiter::Waiter`](crate::util::waiter::Waiter), woken through a
+//! [`Sleeper`]: a parked thread's `Unparker` (the record in the thread's
+//! record slot, below), or a task's waker slot (the record pinned in the
+//! task's future, `park_async.rs`).
 
 use std::cell::Cell;
 use std::mem::MaybeUninit;
@@ -8,11 +11,15 @@ use std::pin::pin;
 use std::sync::atomic::{compiler_fence, Ordering};
 
 use crate::sync::{thread_local, AtomicUsize};
+use crate::util::sleeper::Sleeper;
 use crate::util::slot_pool::SlotPool;
 use crate::util::waiter;
 
-/// A sleeping thread in a futex bucket.
-pub(super) type Waiter = waiter::Waiter<Keyed>;
+/// A sleeping thread, or a waiting task, in a futex bucket. Threads and
+/// tasks queue in the same FIFO list and are granted by the same unparks;
+/// a waker takes the handle (`Unparker` or a clone of the task's `Waker`)
+/// under the bucket lock (`util::sleeper`).
+pub(super) type Waiter = waiter::Waiter<Keyed, Sleeper>;
 
 /// Which word a record waits on and which bucket holds it.
 ///
@@ -47,6 +54,13 @@ impl Keyed {
 pub(super) struct RecordSlot {
     record: std::cell::UnsafeCell<MaybeUninit<Waiter>>,
 }
+
+// One record to a 64-byte slot, a page of 64 slots (`SlotPool`): the
+// thread-or-task wake handle (`Sleeper`, 24 bytes) keeps the record at
+// 64 bytes; a larger record would halve the density the waker's walk
+// relies on.
+#[cfg(not(loom))]
+const _: () = assert!(std::mem::size_of::<RecordSlot>() == 64);
 
 // SAFETY: the record is written and dropped only by the thread holding the
 // slot (`ThreadRecord`, below), and while it is in a bucket list it is
@@ -161,7 +175,7 @@ mod tests {
     use crate::parker;
 
     fn record() -> Waiter {
-        parker::with_current(|p| Waiter::new(p.unparker(), Keyed::new(1, 0)))
+        parker::with_current(|p| Waiter::new(Sleeper::Thread(p.unparker()), Keyed::new(1, 0)))
     }
 
     /// A thread's parks reuse its slot; a park nested in one (a signal

@@ -22,6 +22,19 @@
 //!   back to the head of the queue, and every 0.5 ms an unlock hands the
 //!   lock straight to the oldest sleeper;
 //!   [`unlock_fair`](lock_api::MutexGuard::unlock_fair) always does.
+//! - Tasks wait in the same queue ([`MutexAsyncExt::lock_async`]): one
+//!   `fetch_or` when the lock is free, no spinning in `poll`, a woken task
+//!   tries once and otherwise goes back to the head of the queue; the
+//!   guard is the same [`MutexGuard`], `Send`, so it may be held across an
+//!   `.await`. The task side is `lock_async.rs`; it costs the threads
+//!   nothing on their paths (the futex table's records carry a thread's
+//!   `Unparker` or a task's waker in the same 64 bytes).
+//! - Guards are `Send` (`lock_api::GuardSend`): the lock belongs to no
+//!   thread (it is one bit, released by a `fetch_sub` from wherever the
+//!   guard is), so a guard may be dropped on another thread than the one
+//!   that locked, as tokio's `MutexGuard` may. (std's is not `Send`
+//!   because some platforms' mutexes must be unlocked by their owner;
+//!   herdless's never looks at who unlocks.)
 //!
 //! ```
 //! use std::sync::Arc;
@@ -44,9 +57,16 @@
 //! assert_eq!(*counter.lock(), 4000);
 //! ```
 
+#[cfg(not(loom))]
+mod async_ext;
+mod lock_async;
+mod marks;
 mod raw;
 mod spin;
 
+#[cfg(not(loom))]
+pub use async_ext::{MutexAsyncExt, MutexLockFuture};
+pub use lock_async::RawLock;
 pub use raw::RawMutex;
 pub(crate) use raw::HANDOFF;
 
@@ -137,24 +157,59 @@ pub type MutexGuard<'a, T> = lock_api::MutexGuard<'a, RawMutex, T>;
 #[cfg(not(loom))]
 pub type MappedMutexGuard<'a, T> = lock_api::MappedMutexGuard<'a, RawMutex, T>;
 
+/// What [`Mutex`] adds to `lock_api::Mutex` beyond the async form
+/// ([`MutexAsyncExt`]): a look at its queue.
+///
+/// ```
+/// use herdless::{Mutex, MutexExt};
+///
+/// let m = Mutex::new(());
+/// let held = m.lock();
+/// std::thread::scope(|s| {
+///     s.spawn(|| drop(m.lock()));
+///     while m.waiters() == 0 {
+///         std::thread::yield_now(); // until the thread sleeps on the mutex
+///     }
+///     drop(held);
+/// });
+/// assert_eq!(m.waiters(), 0);
+/// ```
+#[cfg(not(loom))]
+pub trait MutexExt {
+    /// Threads and tasks queued asleep on the mutex right now (a snapshot,
+    /// for diagnostics and tests; it takes the futex table's bucket lock).
+    fn waiters(&self) -> usize;
+}
+
+#[cfg(not(loom))]
+impl<T: ?Sized> MutexExt for Mutex<T> {
+    fn waiters(&self) -> usize {
+        // SAFETY: only a look at the queue; the lock is not touched.
+        unsafe { self.raw() }.waiters()
+    }
+}
+
 // SAFETY: `lock`/`try_lock` grant exclusive ownership (an Acquire RMW
 // setting LOCKED, or a hand-off grant) until `unlock` releases it with
-// Release (or hands it over with a grant).
+// Release (or hands it over with a grant). The hold belongs to no thread:
+// `release` is a `fetch_sub` on the word that any thread may issue, and no
+// part of the protocol records or checks who holds the lock, so the guard
+// may move to another thread (`GuardSend`) and unlock there.
 #[cfg(not(loom))]
 unsafe impl lock_api::RawMutex for RawMutex {
     #[allow(clippy::declare_interior_mutable_const)]
     const INIT: Self = RawMutex::new();
-    type Guard = lock_api::GuardNoSend;
+    type Guard = lock_api::GuardSend;
 
     #[inline]
     fn lock(&self) -> Self::Guard {
         self.acquire();
-        lock_api::GuardNoSend::new()
+        lock_api::GuardSend::new()
     }
 
     #[inline]
     fn try_lock(&self) -> Option<Self::Guard> {
-        self.try_acquire().then(lock_api::GuardNoSend::new)
+        self.try_acquire().then(lock_api::GuardSend::new)
     }
 
     #[inline]
@@ -194,12 +249,12 @@ unsafe impl lock_api::RawMutexTimed for RawMutex {
 
     fn try_lock_for(&self, timeout: Duration) -> Option<Self::Guard> {
         self.acquire_timeout(Some(timeout))
-            .then(lock_api::GuardNoSend::new)
+            .then(lock_api::GuardSend::new)
     }
 
     fn try_lock_until(&self, deadline: Instant) -> Option<Self::Guard> {
         let timeout = deadline.saturating_duration_since(Instant::now());
         self.acquire_timeout(Some(timeout))
-            .then(lock_api::GuardNoSend::new)
+            .then(lock_api::GuardSend::new)
     }
 }

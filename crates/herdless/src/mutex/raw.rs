@@ -3,17 +3,17 @@
 //!
 //! # The state word
 //! ```text
-//!   bit 0  LOCKED   a thread holds the lock
-//!   bit 1  PARKED   threads sleep in the futex table on this word (exact)
-//!   bit 2  WAKING   one woken thread is awake and trying for the lock
+//!   bit 0  LOCKED   a thread (or task) holds the lock
+//!   bit 1  PARKED   threads (or tasks) sleep in the futex table on this word (exact)
+//!   bit 2  WAKING   one woken thread (or task) is awake and trying for the lock
 //!   bit 3  ASKING   that woken thread spun in vain and asks for the lock
 //!   bit 4  HANDED   an unlock gave the lock (still LOCKED) to the asker
 //! ```
 //! | bit | set by | cleared by | under the bucket lock? |
 //! |---|---|---|---|
 //! | LOCKED | `acquire` (`fetch_or`), a slow-path CAS, a hand-off on a sleeper's or the asker's behalf | `release` (`fetch_sub`); the fair release of a word nobody sleeps on | hand-offs to sleepers: yes; others: no |
-//! | PARKED | a thread about to park (CAS); a condvar moving waiters onto the word | whoever removes the last sleeper (the waking unlock, a fair unlock, the last sleeper leaving on timeout), and a waking unlock that finds nobody | clear: yes; set: the condvar's yes, the parker's no (its park validates under the lock) |
-//! | WAKING | the unlock that decides to wake a sleeper (CAS; it hands the bit to the woken thread) | the owner: when it takes the lock (same CAS), when it parks again (its validation), and the waking unlock that found nobody | clear on park and on nobody found: yes; others: no |
+//! | PARKED | a thread or task about to park (CAS); a condvar moving waiters onto the word | whoever removes the last sleeper (the waking unlock, a fair unlock, the last sleeper leaving on timeout or a dropped task future), and a waking unlock that finds nobody | clear: yes; set: the condvar's yes, the parker's no (its park validates under the lock) |
+//! | WAKING | the unlock that decides to wake a sleeper (CAS; it hands the bit to the woken thread or task) | the owner: when it takes the lock (same CAS), when it parks again (its validation), when its task future is dropped (`give_up_waking`); the waking unlock that found nobody | clear on park and on nobody found: yes; others: no |
 //! | ASKING | the WAKING owner, once its spin budget is spent (CAS) | the owner (taking the lock, or parking: same CAS as WAKING); the unlock that gives it the lock | no |
 //! | HANDED | the unlock that finds ASKING: it takes the lock back for the asker (CAS) | the asker, taking it over | no |
 //!
@@ -68,9 +68,17 @@
 //!   set PARKED and has not validated yet then fails its validation and
 //!   tries again.
 //!
+//! - Tasks (`lock_async.rs`) take the same steps without spinning: a woken
+//!   task tries once and otherwise parks again at the head with the same
+//!   validation (it never sets ASKING); a task future dropped while it
+//!   owns WAKING gives it up and passes the wake on (`give_up_waking`: the
+//!   holder's unlock wakes, or it wakes if the lock is free), and one
+//!   dropped after a hand-off releases the lock.
+//!
 //! The loom models in `tests/loom_futex.rs` check these interleavings
 //! (`woken_thread_that_loses_the_race_is_woken_again`,
-//! `parked_bit_never_strands_a_sleeper`, and the timeout and condvar ones).
+//! `parked_bit_never_strands_a_sleeper`, and the timeout and condvar ones),
+//! and those in `tests/loom_async_mutex.rs` the tasks' steps.
 //!
 //! # Fairness: the woken thread asks, the next unlock gives
 //! Unlocks are unfair: a running thread may take the lock ahead of the
@@ -102,16 +110,16 @@ use crate::futex::{address, FutexTable, ParkHow, Parked, Unparked};
 use crate::sync::{AtomicU32, Ordering};
 use crate::util::waiter::GRANTED;
 
-/// A thread holds the lock.
-const LOCKED: u32 = 1;
-/// Threads sleep on the word (exact; see the module docs).
-const PARKED: u32 = 2;
-/// A woken thread is awake and trying for the lock.
-const WAKING: u32 = 4;
+/// A thread (or a task) holds the lock.
+pub(super) const LOCKED: u32 = 1;
+/// Threads (or tasks) sleep on the word (exact; see the module docs).
+pub(super) const PARKED: u32 = 2;
+/// A woken thread (or task) is awake and trying for the lock.
+pub(super) const WAKING: u32 = 4;
 /// The woken thread spun its budget in vain and asks for the lock.
 const ASKING: u32 = 8;
 /// An unlock gave the lock, still held, to the asking thread.
-const HANDED: u32 = 16;
+pub(super) const HANDED: u32 = 16;
 
 /// The grant token of a hand-off: "the lock is yours, still held".
 pub(crate) const HANDOFF: NonZeroU32 = match NonZeroU32::new(2) {
@@ -347,8 +355,9 @@ impl RawMutex {
 
     /// A parker's validation, under the word's bucket lock: the lock is
     /// held, PARKED set, and the lock was not given to the parker; the
-    /// woken thread clears WAKING and ASKING in the same CAS.
-    fn validate_park(&self, woken: bool) -> bool {
+    /// woken thread clears WAKING and ASKING in the same CAS. A task parks
+    /// with the same validation (`lock_async.rs`).
+    pub(super) fn validate_park(&self, woken: bool) -> bool {
         // Relaxed: the bucket lock orders this against the waking unlock's
         // dequeue, and the holder's `fetch_sub` reads our CAS (coherence).
         let mut state = self.state.load(Ordering::Relaxed);
@@ -506,6 +515,23 @@ impl RawMutex {
         });
     }
 
+    /// A woken waiter that will not try for the lock (a task's future,
+    /// dropped after a waking unlock chose it) gives WAKING up and passes
+    /// the wake on, keeping "Why no sleeper is left behind": with the lock
+    /// held, the holder's unlock comes after this clear and wakes; with it
+    /// free and sleepers left, this is the unlock in flight and does what
+    /// the waking unlock does. The caller owns WAKING (ASKING and HANDED
+    /// are then clear: only the owner sets ASKING, and tasks never do).
+    #[cold]
+    pub(crate) fn give_up_waking(&self) {
+        // Relaxed: WAKING carries no data (as in `wake_slow`).
+        let state = self.state.fetch_and(!WAKING, Ordering::Relaxed);
+        debug_assert!(state & WAKING != 0, "WAKING given up by a non-owner");
+        if state & (LOCKED | PARKED) == PARKED {
+            self.wake_slow();
+        }
+    }
+
     /// Releases the lock *fairly*: if a thread sleeps on it, the lock is
     /// handed to the oldest sleeper directly and stays held, so no running
     /// thread can barge in ahead of it (the sleeper is woken after the
@@ -540,54 +566,9 @@ impl RawMutex {
         }
     }
 
-    /// If the mutex with futex word `word` is held, marks it PARKED so that
-    /// its holder's unlock takes the slow path and wakes a sleeper; returns
-    /// whether it is held. The condvar calls it under the bucket locks of a
-    /// requeue, before it moves waiters onto the word (ARCHITECTURE
-    /// contract 5).
-    pub(crate) fn mark_parked_if_locked(word: &AtomicU32) -> bool {
-        // Relaxed: the holder's unlock is a `fetch_sub` that reads PARKED
-        // once we set it, and its wake takes the word's bucket lock, which
-        // we hold: it runs after our requeue and finds the waiters. If the
-        // unlock came first, we read the lock free and the requeue wakes a
-        // waiter instead.
-        let mut state = word.load(Ordering::Relaxed);
-        loop {
-            if state & LOCKED == 0 {
-                return false;
-            }
-            if state & PARKED != 0 {
-                return true;
-            }
-            match word.compare_exchange_weak(
-                state,
-                state | PARKED,
-                Ordering::Relaxed,
-                Ordering::Relaxed,
-            ) {
-                Ok(_) => return true,
-                Err(now) => state = now,
-            }
-        }
-    }
-
-    /// Marks the word PARKED after a condvar moved waiters onto a free
-    /// mutex: whoever takes it next unlocks through the slow path and
-    /// wakes them. Called under the word's bucket lock.
-    pub(crate) fn mark_parked(word: &AtomicU32) {
-        // Relaxed: as in `mark_parked_if_locked`.
-        word.fetch_or(PARKED, Ordering::Relaxed);
-    }
-
-    /// Clears PARKED when the word's last sleeper left; the caller holds
-    /// the word's bucket lock.
-    pub(crate) fn clear_parked(word: &AtomicU32) {
-        // Relaxed: under the bucket lock, as every clear.
-        word.fetch_and(!PARKED, Ordering::Relaxed);
-    }
-
-    /// Threads asleep on this mutex right now (a snapshot, for diagnostics
-    /// and tests; it takes the futex table's bucket lock). Examples: [`RawMutex`].
+    /// Threads and tasks asleep on this mutex right now (a snapshot, for
+    /// diagnostics and tests; it takes the futex table's bucket lock).
+    /// Examples: [`RawMutex`].
     pub fn waiters(&self) -> usize {
         FutexTable::global().queued(&self.state)
     }

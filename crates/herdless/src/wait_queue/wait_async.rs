@@ -129,21 +129,21 @@ impl WaitQueue {
     /// use std::sync::Arc;
     /// use herdless::*;
     ///
-    /// struct Shared { jobs: RwSem<Vec<u32>>, posted: WaitQueue }
-    /// let shared = Arc::new(Shared { jobs: RwSem::new(Vec::new()), posted: WaitQueue::new() });
+    /// struct Shared { jobs: Mutex<Vec<u32>>, posted: WaitQueue }
+    /// let shared = Arc::new(Shared { jobs: Mutex::new(Vec::new()), posted: WaitQueue::new() });
     /// let consumer = {
     ///     let shared = shared.clone();
     ///     async move {
-    ///         let mut jobs = shared.jobs.write_async().await;
+    ///         let mut jobs = shared.jobs.lock_async().await;
     ///         while jobs.is_empty() {
     ///             shared.posted.wait_unlocked_async(jobs).await; // unlock, wait
-    ///             jobs = shared.jobs.write_async().await; // relock, look again
+    ///             jobs = shared.jobs.lock_async().await; // relock, look again
     ///         }
     ///         jobs.pop().unwrap()
     ///     }
     /// };
     /// let consumer = std::thread::spawn(move || futures::executor::block_on(consumer));
-    /// shared.jobs.write().push(42); // change the state under the lock,
+    /// shared.jobs.lock().push(42); // change the state under the lock,
     /// shared.posted.wake_up(1); // then notify one
     /// assert_eq!(consumer.join().unwrap(), 42);
     /// ```

@@ -16,7 +16,7 @@ use std::sync::{Arc, Mutex};
 use std::task::{Context, Wake, Waker};
 use std::time::Instant;
 
-use herdless::{RwSem, RwSemAsyncExt};
+use herdless::{MutexAsyncExt, RwSem, RwSemAsyncExt};
 use serde::Serialize;
 
 use crate::harness::{Case, LabError, Sample};
@@ -45,7 +45,7 @@ impl Wake for WokenAt {
     }
 }
 
-/// The locks measured (the same three as the throughput section).
+/// The locks measured (the same as the throughput section's).
 pub use super::lock::AsyncMutex;
 
 fn poll_once<F: Future + ?Sized>(fut: Pin<&mut F>, waker: &Waker) -> bool {
@@ -98,7 +98,8 @@ pub fn measure(lock: AsyncMutex, case: &Case<Params>) -> Result<Sample, LabError
             }};
         }
         total_ns += match lock {
-            AsyncMutex::Herdless => round!(RwSem::new(0u64), try_write, write_async),
+            AsyncMutex::Herdless => round!(herdless::Mutex::new(0u64), try_lock, lock_async),
+            AsyncMutex::HerdlessRwSem => round!(RwSem::new(0u64), try_write, write_async),
             AsyncMutex::Tokio => round!(tokio::sync::Mutex::new(0u64), try_lock_ok, lock),
             AsyncMutex::AsyncLock => round!(async_lock::Mutex::new(0u64), try_lock, lock),
         };

@@ -11,15 +11,16 @@
 //! task's end; every acquisition also bumps a count under the lock, and a
 //! total that differs from T × ops fails the sample.
 //!
-//! The locks: herdless's async lock (until the async `Mutex` lands,
-//! `RwSem::write_async`, the exclusive hold of the same queue),
-//! `tokio::sync::Mutex` and `async_lock::Mutex`.
+//! The locks: herdless's `Mutex::lock_async` (tasks in the futex table's
+//! queue beside the threads), `tokio::sync::Mutex` and `async_lock::Mutex`;
+//! and `RwSem::write_async`, the exclusive hold of the rwsem's queue (the
+//! stand-in measured before the async `Mutex`, kept for comparison).
 
 use std::hint::black_box;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use herdless::{RwSem, RwSemAsyncExt};
+use herdless::{Mutex, MutexAsyncExt, RwSem, RwSemAsyncExt};
 use serde::Serialize;
 
 use super::runtime::{run_tasks, yield_now, Counted, Runtime};
@@ -65,8 +66,10 @@ fn outside(rounds: u32, local: &mut f64) {
 /// The async locks measured: each names how its task takes the lock.
 #[derive(Clone, Copy, Debug)]
 pub enum AsyncMutex {
-    /// herdless `RwSem::write_async` (the async Mutex's stand-in).
+    /// herdless `Mutex::lock_async`.
     Herdless,
+    /// herdless `RwSem::write_async` (the exclusive hold of an rwsem).
+    HerdlessRwSem,
     /// `tokio::sync::Mutex`.
     Tokio,
     /// `async_lock::Mutex`.
@@ -75,8 +78,8 @@ pub enum AsyncMutex {
 
 /// Measures `case` once with `lock`.
 // clippy's `await_holding_lock` takes every `lock_api` guard for a
-// blocking one; herdless's `write_async` guard is made to be held across
-// an `.await` (the "held" rows do exactly that).
+// blocking one; herdless's `lock_async` and `write_async` guards are made
+// to be held across an `.await` (the "held" rows do exactly that).
 #[allow(clippy::await_holding_lock)]
 pub fn measure(lock: AsyncMutex, case: &Case<Params>) -> Result<Sample, LabError> {
     let p = case.params;
@@ -114,7 +117,8 @@ pub fn measure(lock: AsyncMutex, case: &Case<Params>) -> Result<Sample, LabError
         }};
     }
     let (elapsed, total) = match lock {
-        AsyncMutex::Herdless => run!(RwSem::new(Shared::default()), write_async),
+        AsyncMutex::Herdless => run!(Mutex::new(Shared::default()), lock_async),
+        AsyncMutex::HerdlessRwSem => run!(RwSem::new(Shared::default()), write_async),
         AsyncMutex::Tokio => run!(tokio::sync::Mutex::new(Shared::default()), lock),
         AsyncMutex::AsyncLock => run!(async_lock::Mutex::new(Shared::default()), lock),
     };

@@ -2,10 +2,11 @@
 //! wait in one queue, against the async locks and channels users run
 //! today, on a multi-threaded tokio runtime and on smol:
 //!
-//! 1. *lock throughput* at 1–64 tasks (see `lock`): herdless's async lock
-//!    against `tokio::sync::Mutex` and `async_lock::Mutex`; until the async
-//!    `Mutex` lands, herdless's figure is `RwSem::write_async`, the
-//!    exclusive hold of the same queue;
+//! 1. *lock throughput* at 1–64 tasks (see `lock`): herdless's
+//!    `Mutex::lock_async` against `tokio::sync::Mutex` and
+//!    `async_lock::Mutex` (and `RwSem::write_async`, the exclusive hold of
+//!    the rwsem's queue, measured as the stand-in before the async `Mutex`
+//!    and kept beside it);
 //! 2. *channel*: one producer, 1–64 consumer tasks (see `channel`):
 //!    herdless's `Channel` against `flume` and `async-channel`, with the
 //!    consumers' wakeups per item (a herd shows as more than one);
@@ -29,6 +30,7 @@ use self::runtime::Runtime;
 use crate::harness::{Case, Experiment, Metric, PerSuite, Ratio, Role, Section, Variant};
 
 const HERDLESS: &str = "herdless";
+const HERDLESS_RWSEM: &str = "rwsem-write";
 const TOKIO: &str = "tokio";
 const ASYNC_LOCK: &str = "async-lock";
 const FLUME: &str = "flume";
@@ -38,12 +40,12 @@ const ASYNC_CHANNEL: &str = "async-channel";
 pub fn experiment() -> Experiment {
     Experiment::new(
         "async",
-        "issue 25, one wait queue for threads and tasks: herdless's async lock and channel \
+        "issue 25, one wait queue for threads and tasks: herdless's async Mutex and channel \
          against tokio::sync::Mutex, async_lock::Mutex, flume and async-channel, on tokio \
          and smol",
     )
     .claim(
-        "herdless's async lock at least as fast as tokio::sync::Mutex and async_lock::Mutex at \
+        "herdless's async Mutex at least as fast as tokio::sync::Mutex and async_lock::Mutex at \
          every task count on both runtimes; at most one wakeup per item; a cancelled granted \
          waiter never strands the queue",
     )
@@ -88,8 +90,8 @@ fn lock_section(runtime: Runtime) -> Section<lock::Params> {
         rows
     };
     let title = match runtime {
-        Runtime::Tokio => "lock throughput, tokio (herdless: RwSem::write_async)",
-        Runtime::Smol => "lock throughput, smol (herdless: RwSem::write_async)",
+        Runtime::Tokio => "lock throughput, tokio (herdless: Mutex::lock_async)",
+        Runtime::Smol => "lock throughput, smol (herdless: Mutex::lock_async)",
     };
     Section::new(
         title,
@@ -110,6 +112,9 @@ fn lock_section(runtime: Runtime) -> Section<lock::Params> {
     .variant(Variant::new(HERDLESS, Role::After, |case| {
         lock::measure(AsyncMutex::Herdless, case)
     }))
+    .variant(Variant::new(HERDLESS_RWSEM, Role::After, |case| {
+        lock::measure(AsyncMutex::HerdlessRwSem, case)
+    }))
     .variant(Variant::new(TOKIO, Role::Peer, |case| {
         lock::measure(AsyncMutex::Tokio, case)
     }))
@@ -118,6 +123,7 @@ fn lock_section(runtime: Runtime) -> Section<lock::Params> {
     }))
     .ratio(Ratio::of(HERDLESS, TOKIO).at_least(1.0))
     .ratio(Ratio::of(HERDLESS, ASYNC_LOCK).at_least(1.0))
+    .ratio(Ratio::of(HERDLESS, HERDLESS_RWSEM))
 }
 
 fn channel_section(runtime: Runtime) -> Section<channel::Params> {
@@ -204,6 +210,9 @@ fn handoff_section() -> Section<handoff::Params> {
     .evidence(&["survivor_wakes"])
     .variant(Variant::new(HERDLESS, Role::After, |case| {
         handoff::measure(AsyncMutex::Herdless, case)
+    }))
+    .variant(Variant::new(HERDLESS_RWSEM, Role::After, |case| {
+        handoff::measure(AsyncMutex::HerdlessRwSem, case)
     }))
     .variant(Variant::new(TOKIO, Role::Peer, |case| {
         handoff::measure(AsyncMutex::Tokio, case)
