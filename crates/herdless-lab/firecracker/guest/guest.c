@@ -1,0 +1,311 @@
+/*
+ * The lab's Firecracker guest: a bare-metal x86-64 program (no Linux) that
+ * fills a working set, says so on the serial console, and then reads the
+ * whole working set again and again in timed passes. The `firecracker`
+ * experiment snapshots it between two passes and restores it through each
+ * page-fault handler: the first pass after the restore is the time a
+ * restored VM takes to get its working set back.
+ *
+ * Why bare metal: on the lab's machine /dev/kvm is kvm-pvm, a nested
+ * hypervisor that runs guest user mode (ring 3) natively but emulates every
+ * guest kernel (ring 0) instruction, and a stock Linux guest kernel stops
+ * there on an instruction the emulator lacks. This guest runs a handful of
+ * ring-0 instructions (page tables, GDT) and everything else in ring 3.
+ *
+ * Boot: Firecracker loads this ELF at 1 MiB and enters _start (entry.S) in
+ * 64-bit mode with %rsi at the Linux boot parameters. kernel_main() builds
+ * page tables identity-mapping the first GiB with 2 MiB pages that ring 3
+ * may use, a GDT with ring-3 segments, and drops to ring 3 with IOPL 3 (so
+ * `out` to the serial port works there) and interrupts off. There is no IDT:
+ * an exception stops the VM (triple fault), which the lab sees as a VM that
+ * never prints.
+ *
+ * Kernel command line (boot_args), all optional, decimal:
+ *   ws_mib=N       working set size in MiB (default 128)
+ *   ws_base_mib=N  where it starts in guest-physical memory (default 64)
+ *   gap_ms=N       busy-wait between two passes (default 100); a byte on
+ *                  the serial input ends it at once (checked every ~1 ms)
+ *   tsc_khz=N      TSC frequency, to turn gap_ms into TSC cycles (default
+ *                  2000000); the times the guest prints are TSC cycles
+ *
+ * Serial console (COM1) protocol, one line each:
+ *   GUEST herdless-lab 1 ws_mib=<N> ws_base_mib=<N>   at start
+ *   READY <checksum> <cycles>       working set filled (cycles of the fill)
+ *   PASS <n> <checksum> <cycles>    pass n read the whole working set
+ *   ERROR <text>                    bad parameters; the guest then spins
+ * The lab pauses the VM for its snapshot in a busy-wait and, after a
+ * restore, sends a byte to the serial input: under KVM the guest's TSC goes
+ * on from the snapshot's value, so the wait would otherwise run out its
+ * remainder before the first pass (under kvm-pvm the TSC has moved on and
+ * the pass starts at once anyway).
+ * <checksum> is 16 hex digits: FNV-1a (64-bit) over the working set's
+ * 64-bit words in order, where word i holds splitmix64(i) | 1 (never zero:
+ * a page that reads as zeros changes it). The lab computes the same value.
+ */
+#include <stdint.h>
+
+#define COM1 0x3f8
+#define MIB (1ULL << 20)
+
+/* Offsets in the Linux boot parameters ("zero page"). */
+#define BP_E820_ENTRIES 0x1e8
+#define BP_CMD_LINE_PTR 0x228
+#define BP_E820_TABLE 0x2d0
+#define E820_RAM 1
+
+/* Page-table entry bits. */
+#define PTE_P 0x1ULL
+#define PTE_RW 0x2ULL
+#define PTE_US 0x4ULL
+#define PTE_PS 0x80ULL
+
+/* Selectors in gdt[] below. */
+#define KERNEL_CS 0x08
+#define KERNEL_DS 0x10
+#define USER_DS (0x18 | 3)
+#define USER_CS (0x20 | 3)
+
+static uint64_t pml4[512] __attribute__((aligned(4096)));
+static uint64_t pdpt[512] __attribute__((aligned(4096)));
+static uint64_t pd[512] __attribute__((aligned(4096)));
+static const uint64_t gdt[] __attribute__((aligned(16))) = {
+    0,
+    0x00af9a000000ffffULL, /* kernel code, 64-bit */
+    0x00cf92000000ffffULL, /* kernel data */
+    0x00cff2000000ffffULL, /* user data, DPL 3 */
+    0x00affa000000ffffULL, /* user code, 64-bit, DPL 3 */
+};
+static uint8_t user_stack[65536] __attribute__((aligned(16)));
+
+/* Boot parameters, read in ring 3 (the identity map lets it). */
+static const uint8_t *boot_params;
+
+static void user_main(void);
+
+/* Ring 0: as few instructions as possible (each one is emulated). */
+void kernel_main(const uint8_t *bp)
+{
+    boot_params = bp;
+    for (uint64_t i = 0; i < 512; i++)
+        pd[i] = (i << 21) | PTE_P | PTE_RW | PTE_US | PTE_PS;
+    pdpt[0] = (uint64_t)pd | PTE_P | PTE_RW | PTE_US;
+    pml4[0] = (uint64_t)pdpt | PTE_P | PTE_RW | PTE_US;
+
+    struct __attribute__((packed)) {
+        uint16_t limit;
+        uint64_t base;
+    } gdtr = {sizeof(gdt) - 1, (uint64_t)gdt};
+    __asm__ volatile("lgdt %0" ::"m"(gdtr));
+    __asm__ volatile("mov %0, %%cr3" ::"r"((uint64_t)pml4) : "memory");
+    /* Reload CS (far return) and the data segments from our GDT. */
+    __asm__ volatile("pushq %[cs]\n\t"
+                     "leaq 1f(%%rip), %%rax\n\t"
+                     "pushq %%rax\n\t"
+                     "lretq\n"
+                     "1:\n\t"
+                     "movw %[ds], %%ax\n\t"
+                     "movw %%ax, %%ds\n\t"
+                     "movw %%ax, %%es\n\t"
+                     "movw %%ax, %%ss\n\t"
+                     :
+                     : [cs] "i"(KERNEL_CS), [ds] "i"(KERNEL_DS)
+                     : "rax", "memory");
+    /* To ring 3: IOPL 3 (bits 12-13), reserved bit 1, IF clear. */
+    const uint64_t rflags = 0x3002;
+    __asm__ volatile("movw %[uds], %%ax\n\t"
+                     "movw %%ax, %%ds\n\t"
+                     "movw %%ax, %%es\n\t"
+                     "pushq %[uds]\n\t"
+                     "pushq %[sp]\n\t"
+                     "pushq %[fl]\n\t"
+                     "pushq %[ucs]\n\t"
+                     "pushq %[ip]\n\t"
+                     "iretq"
+                     :
+                     : [uds] "i"(USER_DS), [ucs] "i"(USER_CS),
+                       [sp] "r"((uint64_t)(user_stack + sizeof(user_stack))),
+                       [fl] "r"(rflags), [ip] "r"((uint64_t)user_main)
+                     : "rax", "memory");
+    for (;;)
+        ;
+}
+
+/* ---- ring 3 from here on ---- */
+
+static inline void outb(uint16_t port, uint8_t v)
+{
+    __asm__ volatile("outb %0, %1" ::"a"(v), "Nd"(port));
+}
+
+static inline uint8_t inb(uint16_t port)
+{
+    uint8_t v;
+    __asm__ volatile("inb %1, %0" : "=a"(v) : "Nd"(port));
+    return v;
+}
+
+static inline uint64_t rdtsc(void)
+{
+    uint32_t lo, hi;
+    __asm__ volatile("rdtsc" : "=a"(lo), "=d"(hi));
+    return ((uint64_t)hi << 32) | lo;
+}
+
+static void put_char(char c) { outb(COM1, (uint8_t)c); }
+
+/* Whether a byte came in on the serial port (line status: data ready); takes it. */
+static int serial_input(void)
+{
+    if (!(inb(COM1 + 5) & 1))
+        return 0;
+    (void)inb(COM1);
+    return 1;
+}
+
+static void put_str(const char *s)
+{
+    while (*s)
+        put_char(*s++);
+}
+
+static void put_hex64(uint64_t v)
+{
+    for (int shift = 60; shift >= 0; shift -= 4)
+        put_char("0123456789abcdef"[(v >> shift) & 0xf]);
+}
+
+static void put_dec(uint64_t v)
+{
+    char digits[20];
+    int n = 0;
+    do {
+        digits[n++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    while (n)
+        put_char(digits[--n]);
+}
+
+/* Word i of the working set (never zero). */
+static inline uint64_t pattern(uint64_t i)
+{
+    uint64_t z = 0x9e3779b97f4a7c15ULL * (i + 1);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return (z ^ (z >> 31)) | 1;
+}
+
+static uint64_t checksum(const volatile uint64_t *w, uint64_t words)
+{
+    uint64_t h = 0xcbf29ce484222325ULL;
+    for (uint64_t i = 0; i < words; i++) {
+        h ^= w[i];
+        h *= 0x100000001b3ULL;
+    }
+    return h;
+}
+
+/* The value of `key=<decimal>` on the command line, or `fallback`. */
+static uint64_t cmdline_u64(const char *cmdline, const char *key, uint64_t fallback)
+{
+    for (const char *p = cmdline; *p; p++) {
+        if (p != cmdline && p[-1] != ' ')
+            continue;
+        const char *k = key, *q = p;
+        while (*k && *q == *k)
+            k++, q++;
+        if (*k || *q != '=')
+            continue;
+        q++;
+        if (*q < '0' || *q > '9')
+            return fallback;
+        uint64_t v = 0;
+        while (*q >= '0' && *q <= '9')
+            v = v * 10 + (uint64_t)(*q++ - '0');
+        return v;
+    }
+    return fallback;
+}
+
+/* Whether [base, base + len) lies within one RAM entry of the e820 map. */
+static int in_ram(uint64_t base, uint64_t len)
+{
+    uint8_t n = boot_params[BP_E820_ENTRIES];
+    for (uint8_t i = 0; i < n && i < 128; i++) {
+        const uint8_t *e = boot_params + BP_E820_TABLE + 20 * (uint64_t)i;
+        uint64_t addr = *(const uint64_t *)e, size = *(const uint64_t *)(e + 8);
+        uint32_t type = *(const uint32_t *)(e + 16);
+        if (type == E820_RAM && base >= addr && base + len <= addr + size)
+            return 1;
+    }
+    return 0;
+}
+
+static void fail(const char *why)
+{
+    put_str("ERROR ");
+    put_str(why);
+    put_char('\n');
+    for (;;)
+        __asm__ volatile("pause");
+}
+
+static void user_main(void)
+{
+    const char *cmdline =
+        (const char *)(uint64_t) * (const uint32_t *)(boot_params + BP_CMD_LINE_PTR);
+    const uint64_t ws_mib = cmdline_u64(cmdline, "ws_mib", 128);
+    const uint64_t base_mib = cmdline_u64(cmdline, "ws_base_mib", 64);
+    const uint64_t gap_ms = cmdline_u64(cmdline, "gap_ms", 100);
+    const uint64_t tsc_khz = cmdline_u64(cmdline, "tsc_khz", 2000000);
+
+    put_str("GUEST herdless-lab 1 ws_mib=");
+    put_dec(ws_mib);
+    put_str(" ws_base_mib=");
+    put_dec(base_mib);
+    put_char('\n');
+    /* The guest's own image and stacks live below 16 MiB; the page tables map 1 GiB. */
+    if (ws_mib == 0 || base_mib < 16 || base_mib + ws_mib > 1024)
+        fail("ws_mib/ws_base_mib outside 16 MiB..1 GiB");
+    if (!in_ram(base_mib * MIB, ws_mib * MIB))
+        fail("the working set is not in guest RAM (mem_size_mib too small?)");
+
+    volatile uint64_t *ws = (volatile uint64_t *)(base_mib * MIB);
+    const uint64_t words = ws_mib * MIB / 8;
+    uint64_t t0 = rdtsc();
+    for (uint64_t i = 0; i < words; i++)
+        ws[i] = pattern(i);
+    uint64_t t1 = rdtsc();
+    put_str("READY ");
+    put_hex64(checksum(ws, words));
+    put_char(' ');
+    put_dec(t1 - t0);
+    put_char('\n');
+
+    const uint64_t gap = gap_ms * tsc_khz;
+    for (uint64_t n = 1;; n++) {
+        /* The lab pauses the VM for its snapshot in this wait; after a
+         * restore the TSC has moved on and the next pass starts at once. */
+        const uint64_t until = rdtsc() + gap;
+        uint64_t now, next_poll = 0;
+        while ((now = rdtsc()) < until) {
+            /* Each port read exits to the VMM: poll once a millisecond. */
+            if (now >= next_poll) {
+                if (serial_input())
+                    break;
+                next_poll = now + tsc_khz;
+            }
+            __asm__ volatile("pause");
+        }
+        uint64_t a = rdtsc();
+        uint64_t sum = checksum(ws, words);
+        uint64_t b = rdtsc();
+        put_str("PASS ");
+        put_dec(n);
+        put_char(' ');
+        put_hex64(sum);
+        put_char(' ');
+        put_dec(b - a);
+        put_char('\n');
+    }
+}
