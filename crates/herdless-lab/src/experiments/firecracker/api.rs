@@ -9,6 +9,7 @@ use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use super::process::reworded;
 use crate::harness::LabError;
 
 /// Responses are small; anything longer is not Firecracker's API.
@@ -32,7 +33,7 @@ impl Api {
     pub(crate) fn wait_ready(&self, within: Duration) -> Result<(), LabError> {
         let deadline = Instant::now() + within;
         loop {
-            match self.request("GET", "/", None, Duration::from_secs(2)) {
+            match self.request("GET", "/", None, Duration::from_secs(2), &mut || Ok(())) {
                 Ok(_) => return Ok(()),
                 Err(e) if Instant::now() >= deadline => {
                     return Err(LabError::Stuck {
@@ -65,6 +66,19 @@ impl Api {
         self.expect_ok("PATCH", path, body, within)
     }
 
+    /// `PUT path` with `body`, calling `watch` every few milliseconds
+    /// until the answer comes: an error from it (the page-fault handler
+    /// Firecracker waits for has died...) ends the wait at once.
+    pub(crate) fn put_watching(
+        &self,
+        path: &str,
+        body: &serde_json::Value,
+        within: Duration,
+        watch: &mut dyn FnMut() -> Result<(), LabError>,
+    ) -> Result<(), LabError> {
+        self.expect_ok_watching("PUT", path, body, within, watch)
+    }
+
     fn expect_ok(
         &self,
         method: &str,
@@ -72,10 +86,24 @@ impl Api {
         body: &serde_json::Value,
         within: Duration,
     ) -> Result<(), LabError> {
+        self.expect_ok_watching(method, path, body, within, &mut || Ok(()))
+    }
+
+    fn expect_ok_watching(
+        &self,
+        method: &str,
+        path: &str,
+        body: &serde_json::Value,
+        within: Duration,
+        watch: &mut dyn FnMut() -> Result<(), LabError>,
+    ) -> Result<(), LabError> {
         let what = format!("Firecracker {method} {path}");
         let (status, text) = self
-            .request(method, path, Some(body), within)
-            .map_err(|e| LabError::os(what.clone(), e))?;
+            .request(method, path, Some(body), within, watch)
+            .map_err(|e| match e {
+                Failed::Io(e) => LabError::os(what.clone(), e),
+                Failed::Watch(e) => reworded(e, |e| format!("{what}: {e}")),
+            })?;
         if (200..300).contains(&status) {
             Ok(())
         } else {
@@ -86,14 +114,16 @@ impl Api {
         }
     }
 
-    /// Sends one request and reads the status and body of the answer.
+    /// Sends one request and reads the status and body of the answer,
+    /// calling `watch` while none has come.
     fn request(
         &self,
         method: &str,
         path: &str,
         body: Option<&serde_json::Value>,
         within: Duration,
-    ) -> std::io::Result<(u16, String)> {
+        watch: &mut dyn FnMut() -> Result<(), LabError>,
+    ) -> Result<(u16, String), Failed> {
         let mut stream = UnixStream::connect(&self.socket)?;
         stream.set_read_timeout(Some(within))?;
         stream.set_write_timeout(Some(within))?;
@@ -107,7 +137,52 @@ impl Api {
             body.len()
         ));
         stream.write_all(request.as_bytes())?;
-        read_response(&mut BufReader::new(stream))
+        let deadline = Instant::now() + within;
+        while !readable(&stream, Duration::from_millis(10))? {
+            watch().map_err(Failed::Watch)?;
+            if Instant::now() >= deadline {
+                return Err(std::io::Error::from(std::io::ErrorKind::TimedOut).into());
+            }
+        }
+        Ok(read_response(&mut BufReader::new(stream))?)
+    }
+}
+
+/// Why a request failed.
+#[derive(Debug)]
+enum Failed {
+    Io(std::io::Error),
+    /// The watcher said to stop waiting.
+    Watch(LabError),
+}
+
+impl From<std::io::Error> for Failed {
+    fn from(e: std::io::Error) -> Self {
+        Failed::Io(e)
+    }
+}
+
+impl std::fmt::Display for Failed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Failed::Io(e) => e.fmt(f),
+            Failed::Watch(e) => e.fmt(f),
+        }
+    }
+}
+
+/// Whether `stream` has something to read (or was closed) within `within`.
+fn readable(stream: &UnixStream, within: Duration) -> std::io::Result<bool> {
+    use rustix::event::{poll, PollFd, PollFlags, Timespec};
+    let mut fds = [PollFd::new(stream, PollFlags::IN)];
+    let timeout = Timespec::try_from(within).unwrap_or(Timespec {
+        tv_sec: 0,
+        tv_nsec: 10_000_000,
+    });
+    match poll(&mut fds, Some(&timeout)) {
+        Ok(n) => Ok(n > 0),
+        Err(rustix::io::Errno::INTR) => Ok(false),
+        Err(e) => Err(e.into()),
     }
 }
 

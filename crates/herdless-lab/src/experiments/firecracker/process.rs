@@ -87,6 +87,17 @@ impl Process {
         }
     }
 
+    /// The bytes its `read`-family system calls returned so far (`rchar`
+    /// in `/proc/PID/io`), while it runs.
+    pub(crate) fn bytes_read(&self) -> Option<u64> {
+        let io = std::fs::read_to_string(format!("/proc/{}/io", self.pid())).ok()?;
+        io.lines()
+            .find_map(|l| l.strip_prefix("rchar:"))?
+            .trim()
+            .parse()
+            .ok()
+    }
+
     /// Kills it (if still running) and reaps it.
     pub(crate) fn kill(&mut self) {
         let _ = self.child.kill();
@@ -102,6 +113,16 @@ impl Process {
 impl Drop for Process {
     fn drop(&mut self) {
         self.kill();
+    }
+}
+
+/// `e` as a measurement's error whose message `reword` rewrites (a
+/// `Sample` error's message without its "bad sample" prefix, so context
+/// added at each level reads as one sentence).
+pub(crate) fn reworded(e: LabError, reword: impl FnOnce(String) -> String) -> LabError {
+    match e {
+        LabError::Sample(message) => LabError::Sample(reword(message)),
+        other => LabError::Sample(reword(other.to_string())),
     }
 }
 
@@ -203,10 +224,21 @@ impl Vm {
     /// within `within`; an `ERROR` line from the guest, the console's end or
     /// the time running out is an error saying what the VM last said.
     pub(crate) fn expect(&mut self, prefix: &str, within: Duration) -> Result<Line, LabError> {
+        self.expect_watching(prefix, within, &mut || Ok(()))
+    }
+
+    /// [`Vm::expect`], calling `watch` every few milliseconds while no line
+    /// comes: an error from it ends the wait.
+    pub(crate) fn expect_watching(
+        &mut self,
+        prefix: &str,
+        within: Duration,
+        watch: &mut dyn FnMut() -> Result<(), LabError>,
+    ) -> Result<Line, LabError> {
         let deadline = Instant::now() + within;
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
-            match self.lines.recv_timeout(left) {
+            match self.lines.recv_timeout(left.min(Duration::from_millis(10))) {
                 Ok((at, line)) => {
                     self.seen.push(line.clone());
                     if line.starts_with(prefix) {
@@ -215,6 +247,9 @@ impl Vm {
                     if line.starts_with("ERROR") {
                         return Err(self.explain(LabError::Sample(format!("the guest: {line}"))));
                     }
+                }
+                Err(RecvTimeoutError::Timeout) if !left.is_zero() => {
+                    watch().map_err(|e| self.explain(e))?;
                 }
                 Err(RecvTimeoutError::Timeout) => {
                     return Err(self.explain(LabError::Stuck {
@@ -234,11 +269,13 @@ impl Vm {
     /// `e`, with what the guest and Firecracker said last.
     pub(crate) fn explain(&self, e: LabError) -> LabError {
         let console = self.seen[self.seen.len().saturating_sub(3)..].join(" | ");
-        LabError::Sample(format!(
-            "{e}; console: [{console}]; firecracker: [{}] [{}]",
-            tail(&self.logger, 3),
-            self.process.log_tail(3)
-        ))
+        reworded(e, |e| {
+            format!(
+                "{e}; console: [{console}]; firecracker: [{}] [{}]",
+                tail(&self.logger, 3),
+                self.process.log_tail(3)
+            )
+        })
     }
 
     /// Page faults the vCPU thread took so far (minor + major: a fault a

@@ -13,12 +13,15 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 
 use super::hugepages::Reservation;
-use super::process::{Process, Vm};
+use super::process::{reworded, Process, Vm};
 use super::scratch::Scratch;
 use super::snapshot::{self, check_pass, Snapshot};
 use super::tools::{self, Tools};
 use super::{Backend, Pages, Params};
 use crate::harness::{Case, LabError, Sample};
+
+/// Bytes of one userfaultfd message (`struct uffd_msg`).
+const UFFD_MSG: u64 = 32;
 
 /// How long a restored guest may take to print its first pass.
 const FIRST_PASS_WITHIN: Duration = Duration::from_secs(60);
@@ -31,10 +34,18 @@ struct Restored {
     load: Duration,
     /// The first pass, in the guest's TSC cycles.
     pass_cycles: u64,
-    /// The vCPU thread's page faults by then.
+    /// The vCPU thread's page faults by then (the kernel's count).
     vcpu_faults: Option<u64>,
-    /// `herdless-uffd --stats-json`, for its runs.
-    stats: Option<serde_json::Value>,
+    /// What the handler said it did, if there was one.
+    handler: Option<Served>,
+}
+
+/// What a page-fault handler served.
+struct Served {
+    /// Fault messages it answered.
+    faults: Option<f64>,
+    /// Bytes it copied into guest memory (herdless-uffd only).
+    copied: Option<f64>,
 }
 
 /// A page-fault handler to start before Firecracker: which program, its
@@ -86,17 +97,19 @@ pub(crate) fn measure(
         .with("time_ms", r.time.as_secs_f64() * 1e3)
         .with("pass_ms", tools::cycles_to_ms(r.pass_cycles))
         .with("load_ms", r.load.as_secs_f64() * 1e3);
-    if let Some(faults) = r.vcpu_faults {
-        sample = sample.with("vcpu_faults", faults as f64);
+    // The File backend's faults are the kernel's (page-cache faults of the
+    // vCPU thread); a UFFD handler's are the fault messages it answered
+    // (KVM resolves a fault on userfaultfd memory in its async page-fault
+    // worker, so the vCPU thread's count misses those).
+    let faults = match &r.handler {
+        Some(served) => served.faults,
+        None => r.vcpu_faults.map(|n| n as f64),
+    };
+    if let Some(faults) = faults {
+        sample = sample.with("faults", faults);
     }
-    if let Some(stats) = &r.stats {
-        let number = |key: &str| stats[key].as_f64();
-        if let Some(faults) = number("faults") {
-            sample = sample.with("handler_faults", faults);
-        }
-        if let Some(bytes) = number("bytes_copied") {
-            sample = sample.with("copied_mib", bytes / f64::from(1 << 20));
-        }
+    if let Some(bytes) = r.handler.as_ref().and_then(|h| h.copied) {
+        sample = sample.with("copied_mib", bytes / f64::from(1 << 20));
     }
     Ok(sample)
 }
@@ -183,7 +196,9 @@ fn restore(
             let log = scratch.join("handler.log");
             let mut process = Process::spawn(h.name, &h.program, &args, &log, false)?;
             wait_for_socket(&mut process, &socket, h.name)?;
-            Some((h, process))
+            // What it read starting up (the loader reading libraries...).
+            let read_before = process.bytes_read();
+            Some((h, process, read_before))
         }
         None => None,
     };
@@ -197,29 +212,44 @@ fn restore(
     if pages == Pages::Huge2M {
         load["huge_pages"] = json!("2M");
     }
-    let handler_said = |started: &Option<(&HandlerRun, Process)>| {
+    let handler_said = |started: &Option<(&HandlerRun, Process, Option<u64>)>| {
         started
             .as_ref()
-            .map(|(h, process)| format!("; {}: [{}]", h.name, process.log_tail(3)))
+            .map(|(h, process, _)| format!("; {}: [{}]", h.name, process.log_tail(3)))
             .unwrap_or_default()
+    };
+    // Firecracker resumes the VM whether or not the handler took the
+    // handoff: a handler that refused (and exited) would leave the load,
+    // then the guest, waiting forever.
+    let mut handler_alive = || match started.as_mut() {
+        Some((h, process, _)) => match process.wait_exit(Duration::ZERO)? {
+            Some(status) => Err(LabError::Sample(format!("{} exited ({status})", h.name))),
+            None => Ok(()),
+        },
+        None => Ok(()),
     };
     let t0 = Instant::now();
     let loaded = vm
         .api
-        .put("/snapshot/load", &load, FIRST_PASS_WITHIN)
+        .put_watching(
+            "/snapshot/load",
+            &load,
+            FIRST_PASS_WITHIN,
+            &mut handler_alive,
+        )
         .map_err(|e| vm.explain(e));
     let load_time = t0.elapsed();
     let first = loaded.and_then(|()| {
         vm.nudge()?;
-        vm.expect("PASS ", FIRST_PASS_WITHIN)
+        vm.expect_watching("PASS ", FIRST_PASS_WITHIN, &mut handler_alive)
     });
     let (at, line) =
-        first.map_err(|e| LabError::Sample(format!("{e}{}", handler_said(&started))))?;
+        first.map_err(|e| reworded(e, |e| format!("{e}{}", handler_said(&started))))?;
     let pass_cycles = check_pass(&line, snap.checksum)?;
     let vcpu_faults = vm.vcpu_faults();
     vm.kill();
-    let stats = match started.as_mut() {
-        Some((h, process)) => finish_handler(h, process)?,
+    let handler = match started.as_mut() {
+        Some((h, process, read_before)) => Some(finish_handler(h, process, *read_before)?),
         None => None,
     };
     Ok(Restored {
@@ -227,7 +257,7 @@ fn restore(
         load: load_time,
         pass_cycles,
         vcpu_faults,
-        stats,
+        handler,
     })
 }
 
@@ -253,15 +283,24 @@ fn wait_for_socket(process: &mut Process, socket: &Path, name: &str) -> Result<(
 }
 
 /// After Firecracker is gone: a herdless-uffd must exit 0 on its own with
-/// its statistics written and no error in them; Firecracker's examples do
-/// not exit when the VMM does, and are killed.
+/// its statistics written and no error in them. Firecracker's examples do
+/// not exit when the VMM does, and are killed. They count nothing, but
+/// read each event with one `read(2)` of one 32-byte `uffd_msg` and read
+/// nothing else once started (the memory file is mapped, the handoff is a
+/// `recvmsg`), so the bytes the kernel counts them reading since they
+/// listened, over 32, are the fault messages they answered.
 fn finish_handler(
     h: &HandlerRun,
     process: &mut Process,
-) -> Result<Option<serde_json::Value>, LabError> {
+    read_before: Option<u64>,
+) -> Result<Served, LabError> {
     let Some(stats) = &h.stats else {
+        let read = process.bytes_read().zip(read_before).map(|(a, b)| a - b);
         process.kill();
-        return Ok(None);
+        return Ok(Served {
+            faults: read.map(|bytes| (bytes / UFFD_MSG) as f64),
+            copied: None,
+        });
     };
     let status = process.wait_exit(Duration::from_secs(10))?;
     if !status.is_some_and(|s| s.success()) {
@@ -287,5 +326,8 @@ fn finish_handler(
             h.name, json["errors"]
         )));
     }
-    Ok(Some(json))
+    Ok(Served {
+        faults: json["faults"].as_f64(),
+        copied: json["bytes_copied"].as_f64(),
+    })
 }

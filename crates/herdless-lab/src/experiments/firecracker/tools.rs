@@ -119,8 +119,15 @@ fn find() -> Result<Tools, String> {
         }
     };
     let herdless_uffd = env_path(UFFD_ENV).or_else(|| {
+        // Beside the lab's binary; a test binary sits one folder deeper,
+        // in `deps/`.
         let exe = std::env::current_exe().ok()?;
-        Some(exe.parent()?.join("herdless-uffd"))
+        let dir = exe.parent()?;
+        let dir = match dir.file_name() {
+            Some(name) if name == "deps" => dir.parent()?,
+            _ => dir,
+        };
+        Some(dir.join("herdless-uffd"))
     });
     let herdless_uffd = herdless_uffd.filter(|p| {
         executable(p, UFFD_ENV, &mut missing) || {
