@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds the lab's bare-metal Firecracker guest (guest.c, entry.S, guest.ld)
+# Builds the lab's bare-metal Firecracker guest (entry.S, guest.c, balloon.c, guest.ld)
 # into one static ELF, with the gcc and ld of the machine (x86-64 only).
 #
 #   build-guest.sh [OUT]    (default: <workspace>/target/fc-guest/herdless-lab-guest.elf)
@@ -17,9 +17,10 @@ trap 'rm -rf "$work"' EXIT
 cflags=(-std=c11 -O2 -Wall -Wextra -Werror -ffreestanding -fno-pic -fno-pie -fno-stack-protector
     -fno-asynchronous-unwind-tables -mno-red-zone -mgeneral-regs-only -mcmodel=small)
 gcc "${cflags[@]}" -c "$here/guest.c" -o "$work/guest.o"
+gcc "${cflags[@]}" -c "$here/balloon.c" -o "$work/balloon.o"
 gcc -c "$here/entry.S" -o "$work/entry.o"
 ld -nostdlib -static -no-pie --no-warn-rwx-segments -z noexecstack -T "$here/guest.ld" \
-    -o "$work/guest.elf" "$work/entry.o" "$work/guest.o"
+    -o "$work/guest.elf" "$work/entry.o" "$work/guest.o" "$work/balloon.o"
 mv -f "$work/guest.elf" "$out.tmp"
 mv -f "$out.tmp" "$out"
 echo "$out"

@@ -27,25 +27,34 @@
  *                  the serial input ends it at once (checked every ~1 ms)
  *   tsc_khz=N      TSC frequency, to turn gap_ms into TSC cycles (default
  *                  2000000); the times the guest prints are TSC cycles
+ *   balloon_mib=N  with a virtio balloon (balloon.c): on the first byte the
+ *                  serial input brings, give the last N MiB of the working
+ *                  set to the balloon, then go on (default 0: never)
  *
  * Serial console (COM1) protocol, one line each:
- *   GUEST herdless-lab 1 ws_mib=<N> ws_base_mib=<N>   at start
+ *   GUEST herdless-lab 2 ws_mib=<N> ws_base_mib=<N> balloon_mib=<N>   at start
  *   READY <checksum> <cycles>       working set filled (cycles of the fill)
- *   PASS <n> <checksum> <cycles>    pass n read the whole working set
+ *   PASS <n> <checksum> <cycles> <tail cycles>
+ *                                   pass n read the whole working set; of its
+ *                                   cycles, <tail cycles> went to the last
+ *                                   balloon_mib MiB (0 without a balloon)
+ *   BALLOON <pages> <cycles>        that many 4 KiB pages were inflated
  *   ERROR <text>                    bad parameters; the guest then spins
  * The lab pauses the VM for its snapshot in a busy-wait and, after a
  * restore, sends a byte to the serial input: under KVM the guest's TSC goes
  * on from the snapshot's value, so the wait would otherwise run out its
  * remainder before the first pass (under kvm-pvm the TSC has moved on and
- * the pass starts at once anyway).
+ * the pass starts at once anyway). That byte is also the balloon's cue:
+ * the pages are discarded right after a restore, while the page-fault
+ * handler is still installing memory, and the next pass reads them back.
  * <checksum> is 16 hex digits: FNV-1a (64-bit) over the working set's
  * 64-bit words in order, where word i holds splitmix64(i) | 1 (never zero:
- * a page that reads as zeros changes it). The lab computes the same value.
+ * a page that reads as zeros changes it), and 0 for a ballooned word. The
+ * lab computes the same value.
  */
-#include <stdint.h>
+#include "guest.h"
 
 #define COM1 0x3f8
-#define MIB (1ULL << 20)
 
 /* Offsets in the Linux boot parameters ("zero page"). */
 #define BP_E820_ENTRIES 0x1e8
@@ -57,7 +66,11 @@
 #define PTE_P 0x1ULL
 #define PTE_RW 0x2ULL
 #define PTE_US 0x4ULL
+#define PTE_PWT 0x8ULL
+#define PTE_PCD 0x10ULL
 #define PTE_PS 0x80ULL
+/* Firecracker's 32-bit MMIO window (virtio-mmio devices): 3..4 GiB. */
+#define MMIO_PDPT_SLOT 3
 
 /* Selectors in gdt[] below. */
 #define KERNEL_CS 0x08
@@ -68,6 +81,7 @@
 static uint64_t pml4[512] __attribute__((aligned(4096)));
 static uint64_t pdpt[512] __attribute__((aligned(4096)));
 static uint64_t pd[512] __attribute__((aligned(4096)));
+static uint64_t pd_mmio[512] __attribute__((aligned(4096)));
 static const uint64_t gdt[] __attribute__((aligned(16))) = {
     0,
     0x00af9a000000ffffULL, /* kernel code, 64-bit */
@@ -86,9 +100,13 @@ static void user_main(void);
 void kernel_main(const uint8_t *bp)
 {
     boot_params = bp;
-    for (uint64_t i = 0; i < 512; i++)
+    for (uint64_t i = 0; i < 512; i++) {
         pd[i] = (i << 21) | PTE_P | PTE_RW | PTE_US | PTE_PS;
+        pd_mmio[i] = ((MMIO_PDPT_SLOT << 30) + (i << 21)) | PTE_P | PTE_RW | PTE_US | PTE_PWT |
+                     PTE_PCD | PTE_PS;
+    }
     pdpt[0] = (uint64_t)pd | PTE_P | PTE_RW | PTE_US;
+    pdpt[MMIO_PDPT_SLOT] = (uint64_t)pd_mmio | PTE_P | PTE_RW | PTE_US;
     pml4[0] = (uint64_t)pdpt | PTE_P | PTE_RW | PTE_US;
 
     struct __attribute__((packed)) {
@@ -132,26 +150,7 @@ void kernel_main(const uint8_t *bp)
 
 /* ---- ring 3 from here on ---- */
 
-static inline void outb(uint16_t port, uint8_t v)
-{
-    __asm__ volatile("outb %0, %1" ::"a"(v), "Nd"(port));
-}
-
-static inline uint8_t inb(uint16_t port)
-{
-    uint8_t v;
-    __asm__ volatile("inb %1, %0" : "=a"(v) : "Nd"(port));
-    return v;
-}
-
-static inline uint64_t rdtsc(void)
-{
-    uint32_t lo, hi;
-    __asm__ volatile("rdtsc" : "=a"(lo), "=d"(hi));
-    return ((uint64_t)hi << 32) | lo;
-}
-
-static void put_char(char c) { outb(COM1, (uint8_t)c); }
+void put_char(char c) { outb(COM1, (uint8_t)c); }
 
 /* Whether a byte came in on the serial port (line status: data ready); takes it. */
 static int serial_input(void)
@@ -162,19 +161,19 @@ static int serial_input(void)
     return 1;
 }
 
-static void put_str(const char *s)
+void put_str(const char *s)
 {
     while (*s)
         put_char(*s++);
 }
 
-static void put_hex64(uint64_t v)
+void put_hex64(uint64_t v)
 {
     for (int shift = 60; shift >= 0; shift -= 4)
         put_char("0123456789abcdef"[(v >> shift) & 0xf]);
 }
 
-static void put_dec(uint64_t v)
+void put_dec(uint64_t v)
 {
     char digits[20];
     int n = 0;
@@ -195,9 +194,9 @@ static inline uint64_t pattern(uint64_t i)
     return (z ^ (z >> 31)) | 1;
 }
 
-static uint64_t checksum(const volatile uint64_t *w, uint64_t words)
+/* FNV-1a over `words` words from `w`, going on from `h`. */
+static uint64_t checksum(uint64_t h, const volatile uint64_t *w, uint64_t words)
 {
-    uint64_t h = 0xcbf29ce484222325ULL;
     for (uint64_t i = 0; i < words; i++) {
         h ^= w[i];
         h *= 0x100000001b3ULL;
@@ -205,8 +204,11 @@ static uint64_t checksum(const volatile uint64_t *w, uint64_t words)
     return h;
 }
 
-/* The value of `key=<decimal>` on the command line, or `fallback`. */
-static uint64_t cmdline_u64(const char *cmdline, const char *key, uint64_t fallback)
+#define FNV_OFFSET 0xcbf29ce484222325ULL
+
+/* Where the value of `key` starts on the command line (`key` at the start
+ * of a word, with its own separator), or 0. */
+static const char *cmdline_value(const char *cmdline, const char *key)
 {
     for (const char *p = cmdline; *p; p++) {
         if (p != cmdline && p[-1] != ' ')
@@ -214,17 +216,38 @@ static uint64_t cmdline_u64(const char *cmdline, const char *key, uint64_t fallb
         const char *k = key, *q = p;
         while (*k && *q == *k)
             k++, q++;
-        if (*k || *q != '=')
-            continue;
-        q++;
-        if (*q < '0' || *q > '9')
-            return fallback;
-        uint64_t v = 0;
-        while (*q >= '0' && *q <= '9')
-            v = v * 10 + (uint64_t)(*q++ - '0');
-        return v;
+        if (!*k)
+            return q;
     }
-    return fallback;
+    return 0;
+}
+
+uint64_t cmdline_u64(const char *cmdline, const char *key, uint64_t fallback)
+{
+    const char *q = cmdline_value(cmdline, key);
+    if (!q || *q++ != '=' || *q < '0' || *q > '9')
+        return fallback;
+    uint64_t v = 0;
+    while (*q >= '0' && *q <= '9')
+        v = v * 10 + (uint64_t)(*q++ - '0');
+    return v;
+}
+
+uint64_t cmdline_hex(const char *cmdline, const char *key)
+{
+    const char *q = cmdline_value(cmdline, key);
+    if (!q || q[0] != '0' || q[1] != 'x')
+        return 0;
+    uint64_t v = 0;
+    for (q += 2;; q++) {
+        int d = *q >= '0' && *q <= '9'   ? *q - '0'
+                : *q >= 'a' && *q <= 'f' ? *q - 'a' + 10
+                : *q >= 'A' && *q <= 'F' ? *q - 'A' + 10
+                                         : -1;
+        if (d < 0)
+            return v;
+        v = v * 16 + (uint64_t)d;
+    }
 }
 
 /* Whether [base, base + len) lies within one RAM entry of the e820 map. */
@@ -241,7 +264,7 @@ static int in_ram(uint64_t base, uint64_t len)
     return 0;
 }
 
-static void fail(const char *why)
+void fail(const char *why)
 {
     put_str("ERROR ");
     put_str(why);
@@ -258,54 +281,81 @@ static void user_main(void)
     const uint64_t base_mib = cmdline_u64(cmdline, "ws_base_mib", 64);
     const uint64_t gap_ms = cmdline_u64(cmdline, "gap_ms", 100);
     const uint64_t tsc_khz = cmdline_u64(cmdline, "tsc_khz", 2000000);
+    const uint64_t balloon_mib = cmdline_u64(cmdline, "balloon_mib", 0);
 
-    put_str("GUEST herdless-lab 1 ws_mib=");
+    put_str("GUEST herdless-lab 2 ws_mib=");
     put_dec(ws_mib);
     put_str(" ws_base_mib=");
     put_dec(base_mib);
+    put_str(" balloon_mib=");
+    put_dec(balloon_mib);
     put_char('\n');
     /* The guest's own image and stacks live below 16 MiB; the page tables map 1 GiB. */
     if (ws_mib == 0 || base_mib < 16 || base_mib + ws_mib > 1024)
         fail("ws_mib/ws_base_mib outside 16 MiB..1 GiB");
     if (!in_ram(base_mib * MIB, ws_mib * MIB))
         fail("the working set is not in guest RAM (mem_size_mib too small?)");
+    if (balloon_mib > ws_mib)
+        fail("balloon_mib is larger than the working set");
+    if (balloon_mib)
+        balloon_init(cmdline);
 
     volatile uint64_t *ws = (volatile uint64_t *)(base_mib * MIB);
     const uint64_t words = ws_mib * MIB / 8;
+    /* The ballooned tail: the last balloon_mib MiB, read (and timed) last. */
+    const uint64_t head_words = words - balloon_mib * MIB / 8;
     uint64_t t0 = rdtsc();
     for (uint64_t i = 0; i < words; i++)
         ws[i] = pattern(i);
     uint64_t t1 = rdtsc();
     put_str("READY ");
-    put_hex64(checksum(ws, words));
+    put_hex64(checksum(FNV_OFFSET, ws, words));
     put_char(' ');
     put_dec(t1 - t0);
     put_char('\n');
 
     const uint64_t gap = gap_ms * tsc_khz;
+    int ballooned = 0;
     for (uint64_t n = 1;; n++) {
         /* The lab pauses the VM for its snapshot in this wait; after a
-         * restore the TSC has moved on and the next pass starts at once. */
+         * restore it sends a byte, and the next pass starts at once. */
         const uint64_t until = rdtsc() + gap;
         uint64_t now, next_poll = 0;
+        int nudged = 0;
         while ((now = rdtsc()) < until) {
             /* Each port read exits to the VMM: poll once a millisecond. */
             if (now >= next_poll) {
-                if (serial_input())
+                if ((nudged = serial_input()))
                     break;
                 next_poll = now + tsc_khz;
             }
             __asm__ volatile("pause");
         }
+        if (nudged && balloon_mib && !ballooned) {
+            uint64_t a = rdtsc();
+            uint64_t pages = balloon_mib * MIB / 4096;
+            balloon_inflate((base_mib * MIB) / 4096 + ws_mib * MIB / 4096 - pages, pages);
+            uint64_t b = rdtsc();
+            ballooned = 1;
+            put_str("BALLOON ");
+            put_dec(pages);
+            put_char(' ');
+            put_dec(b - a);
+            put_char('\n');
+        }
         uint64_t a = rdtsc();
-        uint64_t sum = checksum(ws, words);
+        uint64_t sum = checksum(FNV_OFFSET, ws, head_words);
         uint64_t b = rdtsc();
+        sum = checksum(sum, ws + head_words, words - head_words);
+        uint64_t c = rdtsc();
         put_str("PASS ");
         put_dec(n);
         put_char(' ');
         put_hex64(sum);
         put_char(' ');
-        put_dec(b - a);
+        put_dec(c - a);
+        put_char(' ');
+        put_dec(c - b);
         put_char('\n');
     }
 }
