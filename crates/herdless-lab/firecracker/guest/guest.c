@@ -70,7 +70,7 @@
 #define PTE_PCD 0x10ULL
 #define PTE_PS 0x80ULL
 /* Firecracker's 32-bit MMIO window (virtio-mmio devices): 3..4 GiB. */
-#define MMIO_PDPT_SLOT 3
+#define MMIO_PDPT_SLOT 3ULL
 
 /* Selectors in gdt[] below. */
 #define KERNEL_CS 0x08

@@ -12,10 +12,11 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 
+use super::guest;
 use super::hugepages::Reservation;
 use super::process::{reworded, Process, Vm};
 use super::scratch::Scratch;
-use super::snapshot::{self, check_pass, Snapshot};
+use super::snapshot::{self, Snapshot};
 use super::tools::{self, Tools};
 use super::{Backend, Pages, Params};
 use crate::harness::{Case, LabError, Sample};
@@ -33,7 +34,10 @@ struct Restored {
     /// The load request's round trip.
     load: Duration,
     /// The first pass, in the guest's TSC cycles.
-    pass_cycles: u64,
+    pass: guest::Pass,
+    /// The balloon's inflation right before it, in TSC cycles, if the case
+    /// balloons.
+    inflate_cycles: Option<u64>,
     /// The vCPU thread's page faults by then (the kernel's count).
     vcpu_faults: Option<u64>,
     /// What the handler said it did, if there was one.
@@ -95,8 +99,13 @@ pub(crate) fn measure(
     let r = restore(tools, &snap, pages, &p, &scratch, handler)?;
     let mut sample = Sample::new()
         .with("time_ms", r.time.as_secs_f64() * 1e3)
-        .with("pass_ms", tools::cycles_to_ms(r.pass_cycles))
+        .with("pass_ms", tools::cycles_to_ms(r.pass.cycles))
         .with("load_ms", r.load.as_secs_f64() * 1e3);
+    if let Some(cycles) = r.inflate_cycles {
+        sample = sample
+            .with("inflate_ms", tools::cycles_to_ms(cycles))
+            .with("zero_read_ms", tools::cycles_to_ms(r.pass.tail_cycles));
+    }
     // The File backend's faults are the kernel's (page-cache faults of the
     // vCPU thread); a UFFD handler's are the fault messages it answered
     // (KVM resolves a fault on userfaultfd memory in its async page-fault
@@ -139,9 +148,9 @@ fn trace_of(
     pages: Pages,
     p: &Params,
 ) -> Result<Arc<Vec<u8>>, LabError> {
-    type Traces = Mutex<HashMap<(usize, usize, Pages), Arc<Vec<u8>>>>;
+    type Traces = Mutex<HashMap<(usize, usize, usize, Pages), Arc<Vec<u8>>>>;
     static TRACES: OnceLock<Traces> = OnceLock::new();
-    let key = (p.ws_mib, p.mem_mib, pages);
+    let key = (p.ws_mib, p.mem_mib, p.balloon_mib, pages);
     let mut traces = TRACES
         .get_or_init(|| Mutex::new(HashMap::new()))
         .lock()
@@ -239,13 +248,21 @@ fn restore(
         )
         .map_err(|e| vm.explain(e));
     let load_time = t0.elapsed();
+    // The nudge starts the first pass (and, with a balloon, the inflation
+    // right before it).
+    let mut inflate_cycles = None;
     let first = loaded.and_then(|()| {
         vm.nudge()?;
+        if p.balloon_mib > 0 {
+            let (_, line) =
+                vm.expect_watching("BALLOON ", FIRST_PASS_WITHIN, &mut handler_alive)?;
+            inflate_cycles = Some(guest::balloon(&line, (p.balloon_mib as u64) << 8)?);
+        }
         vm.expect_watching("PASS ", FIRST_PASS_WITHIN, &mut handler_alive)
     });
     let (at, line) =
         first.map_err(|e| reworded(e, |e| format!("{e}{}", handler_said(&started))))?;
-    let pass_cycles = check_pass(&line, snap.checksum)?;
+    let pass = guest::pass(&line, snap.checksum)?;
     let vcpu_faults = vm.vcpu_faults();
     vm.kill();
     let handler = match started.as_mut() {
@@ -255,7 +272,8 @@ fn restore(
     Ok(Restored {
         time: at.duration_since(t0),
         load: load_time,
-        pass_cycles,
+        pass,
+        inflate_cycles,
         vcpu_faults,
         handler,
     })
