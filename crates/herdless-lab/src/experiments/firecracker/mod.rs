@@ -34,7 +34,6 @@
 
 mod api;
 mod guest;
-mod hugepages;
 mod process;
 mod restore;
 mod scratch;

@@ -10,10 +10,10 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
+use herdless_pager::vmm::Hugepages;
 use serde_json::json;
 
 use super::guest;
-use super::hugepages::Reservation;
 use super::process::{reworded, Process, Vm};
 use super::scratch::Scratch;
 use super::snapshot::{self, Snapshot};
@@ -192,10 +192,16 @@ fn restore(
     scratch: &Scratch,
     handler: Option<HandlerRun>,
 ) -> Result<Restored, LabError> {
-    let _hugepages = match pages {
-        Pages::Huge2M => Some(Reservation::at_least(p.mem_mib as u64 / 2)?),
-        Pages::Small4K => None,
-    };
+    if pages == Pages::Huge2M {
+        // Reserved for the rest of the lab's run: a pool shrunk and grown
+        // again between restores hands out pages this VM's host must fault
+        // in afresh (free page reporting), which a host with a boot-time
+        // pool never pays.
+        let needed = (p.mem_mib / 2) as u64;
+        Hugepages::reserve_until_exit(needed).map_err(|why| {
+            LabError::Unavailable(format!("{needed} free 2 MiB hugepages needed: {why}"))
+        })?;
+    }
     let socket = scratch.join("uffd.sock");
     let mut started = match &handler {
         Some(h) => {
