@@ -30,10 +30,7 @@ fn without_firecracker_the_experiment_is_skipped_with_the_reason_and_the_run_pas
     );
 }
 
-fn cells<'a>(
-    section: &'a SectionReport,
-    variant: &str,
-) -> Vec<&'a herdless_lab::harness::report::Cell> {
+fn cells<'a>(section: &'a SectionReport, variant: &str) -> Vec<&'a Cell> {
     section
         .cases
         .iter()
