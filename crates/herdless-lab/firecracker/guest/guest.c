@@ -27,9 +27,9 @@
  *                  the serial input ends it at once (checked every ~1 ms)
  *   tsc_khz=N      TSC frequency, to turn gap_ms into TSC cycles (default
  *                  2000000); the times the guest prints are TSC cycles
- *   balloon_mib=N  with a virtio balloon (balloon.c): on the first byte the
- *                  serial input brings, give the last N MiB of the working
- *                  set to the balloon, then go on (default 0: never)
+ *   balloon_mib=N  with a virtio balloon (balloon.c): right after a restore
+ *                  (below), give the last N MiB of the working set to the
+ *                  balloon, then go on (default 0: never)
  *
  * Serial console (COM1) protocol, one line each:
  *   GUEST herdless-lab 2 ws_mib=<N> ws_base_mib=<N> balloon_mib=<N>   at start
@@ -44,9 +44,11 @@
  * restore, sends a byte to the serial input: under KVM the guest's TSC goes
  * on from the snapshot's value, so the wait would otherwise run out its
  * remainder before the first pass (under kvm-pvm the TSC has moved on and
- * the pass starts at once anyway). That byte is also the balloon's cue:
- * the pages are discarded right after a restore, while the page-fault
- * handler is still installing memory, and the next pass reads them back.
+ * the pass starts at once anyway). That byte, or a wait that overslept by
+ * more than a second (the TSC moved on while the VM was paused), tells the
+ * guest it was restored: then the balloon inflates, while the page-fault
+ * handler is still installing memory, and the next pass reads the
+ * ballooned pages back.
  * <checksum> is 16 hex digits: FNV-1a (64-bit) over the working set's
  * 64-bit words in order, where word i holds splitmix64(i) | 1 (never zero:
  * a page that reads as zeros changes it), and 0 for a ballooned word. The
@@ -331,7 +333,10 @@ static void user_main(void)
             }
             __asm__ volatile("pause");
         }
-        if (nudged && balloon_mib && !ballooned) {
+        /* Restored: the lab's byte came, or (kvm-pvm) the TSC moved on by
+         * more than a second while the VM was paused for its snapshot. */
+        const int restored = nudged || rdtsc() - until > 1000 * tsc_khz;
+        if (restored && balloon_mib && !ballooned) {
             uint64_t a = rdtsc();
             uint64_t pages = balloon_mib * MIB / 4096;
             balloon_inflate((base_mib * MIB) / 4096 + ws_mib * MIB / 4096 - pages, pages);

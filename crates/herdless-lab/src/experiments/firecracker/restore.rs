@@ -285,10 +285,14 @@ fn restore(
     })
 }
 
-/// Waits for a handler's socket to appear (it binds before it accepts).
+/// Waits until a handler listens on its socket. The file appears at
+/// `bind`, and Firecracker connecting between `bind` and `listen` is
+/// refused (and gives up); probing with a connection of our own would be
+/// taken for the VMM's, so the kernel's table of Unix sockets says.
 fn wait_for_socket(process: &mut Process, socket: &Path, name: &str) -> Result<(), LabError> {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !socket.exists() {
+    let within = Duration::from_secs(30);
+    let deadline = Instant::now() + within;
+    while !listening(socket) {
         if let Some(status) = process.wait_exit(Duration::ZERO)? {
             return Err(LabError::Sample(format!(
                 "{name} exited ({status}) before listening: [{}]",
@@ -297,13 +301,30 @@ fn wait_for_socket(process: &mut Process, socket: &Path, name: &str) -> Result<(
         }
         if Instant::now() >= deadline {
             return Err(LabError::Stuck {
-                what: format!("{name}'s socket"),
-                after: Duration::from_secs(10),
+                what: format!("{name} listening on {}", socket.display()),
+                after: within,
             });
         }
         std::thread::sleep(Duration::from_millis(2));
     }
     Ok(())
+}
+
+/// Whether a socket listens at `path`: its line in `/proc/net/unix` has
+/// `__SO_ACCEPTCON` (0x10000) in its flags.
+fn listening(path: &Path) -> bool {
+    std::fs::read_to_string("/proc/net/unix").is_ok_and(|table| listens_in(&table, path))
+}
+
+fn listens_in(table: &str, path: &Path) -> bool {
+    const ACCEPTING: u32 = 0x1_0000;
+    let path = path.to_string_lossy();
+    table.lines().skip(1).any(|line| {
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        fields.len() >= 8
+            && fields[7..].join(" ") == path
+            && u32::from_str_radix(fields[3], 16).is_ok_and(|flags| flags & ACCEPTING != 0)
+    })
 }
 
 /// After Firecracker is gone: a herdless-uffd must exit 0 on its own with
@@ -354,4 +375,28 @@ fn finish_handler(
         faults: json["faults"].as_f64(),
         copied: json["bytes_copied"].as_f64(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_a_listening_socket_listens() {
+        let table = "Num       RefCount Protocol Flags    Type St Inode Path\n\
+                     0000000001: 00000002 00000000 00000000 0001 01 11 /tmp/a/bound.sock\n\
+                     0000000002: 00000002 00000000 00010000 0001 01 12 /tmp/a/uffd.sock\n";
+        assert!(listens_in(table, Path::new("/tmp/a/uffd.sock")));
+        assert!(!listens_in(table, Path::new("/tmp/a/bound.sock")));
+        assert!(!listens_in(table, Path::new("/tmp/a/uffd")));
+    }
+
+    #[test]
+    fn a_listener_of_this_process_is_seen() {
+        let dir = Scratch::new("listen-test").unwrap();
+        let path = dir.join("s.sock");
+        assert!(!listening(&path));
+        let _listener = std::os::unix::net::UnixListener::bind(&path).unwrap();
+        assert!(listening(&path));
+    }
 }
