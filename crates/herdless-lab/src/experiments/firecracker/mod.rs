@@ -1,19 +1,24 @@
-//! `firecracker` (issue 22 §3): a real Firecracker VM restored from one
-//! snapshot through every `herdless-uffd` configuration, Firecracker's own
-//! example handlers (`uffd_on_demand_handler`, `uffd_fault_all_handler`)
-//! and its File backend, into 4 KiB and 2 MiB (hugetlbfs) guest memory.
-//! Where `restore` plays the VMM itself, this one runs Firecracker.
+//! `firecracker` (issue 22 §3, §4): a real Firecracker VM restored from
+//! one snapshot through every `herdless-uffd` configuration, Firecracker's
+//! own example handlers (`uffd_on_demand_handler`,
+//! `uffd_fault_all_handler`) and its File backend, into 4 KiB and 2 MiB
+//! (hugetlbfs) guest memory, and with a balloon inflating right after the
+//! restore. Where `restore` plays the VMM itself, this one runs Firecracker.
 //!
 //! The guest (`crates/herdless-lab/firecracker/guest/`, a bare-metal x86-64
 //! program: this machine's kvm-pvm cannot run a stock Linux guest kernel)
 //! fills a working set of W MiB of its memory and reads all of it again
 //! every 100 ms, printing each pass's checksum and TSC cycles on the serial
-//! console. The lab boots it once per case, pauses it between two passes
-//! and snapshots it (`snapshot.rs`); each measurement then starts the
-//! handler, a fresh Firecracker, loads the snapshot (`resume_vm`, with
-//! `"huge_pages": "2M"` for the 2 MiB table: Firecracker restores a 4 KiB
-//! snapshot into hugetlbfs pages through UFFD) and waits for the first
-//! pass line, whose checksum must be the snapshot's (`restore.rs`).
+//! console (`guest.rs`). The lab boots it once per case, pauses it between
+//! two passes and snapshots it (`snapshot.rs`); each measurement then
+//! starts the handler, a fresh Firecracker, loads the snapshot
+//! (`resume_vm`, with `"huge_pages": "2M"` for the 2 MiB table: Firecracker
+//! restores a 4 KiB snapshot into hugetlbfs pages through UFFD) and waits
+//! for the first pass line, whose checksum must be the snapshot's
+//! (`restore.rs`). In the balloon table the guest first gives the last B
+//! MiB of its working set to a virtio balloon (Firecracker discards them:
+//! `REMOVE` events for a handler still installing memory), and the pass
+//! must read them as zeros.
 //!
 //! Metrics: `time_ms`, from the `PUT /snapshot/load` request to the first
 //! pass line (the load, the handler's start-up work, and every fault of
@@ -21,16 +26,20 @@
 //! the load request; `faults`, the faults served: for `herdless-uffd` the
 //! fault messages it answered (`--stats-json`), for Firecracker's examples
 //! the bytes the kernel counted them reading over the 32 of a message (they
-//! read one message per `read(2)` and nothing else), for the File backend the page-cache
-//! faults the kernel counted for the vCPU thread (each maps up to 16
-//! pages: the kernel's fault-around); `copied_mib`, what `herdless-uffd`
-//! copied into guest memory. Target: Firecracker's
-//! `on_demand_handler` / `herdless-uffd --prefetch` ≥ 10 on time, 4 KiB.
+//! read one message per `read(2)` and nothing else), for the File backend
+//! the page-cache faults the kernel counted for the vCPU thread (each maps
+//! up to 16 pages: the kernel's fault-around); `copied_mib`, what
+//! `herdless-uffd` copied into guest memory; with a balloon `zero_read_ms`,
+//! the part of the pass that read the ballooned pages, and `inflate_ms`.
+//! Target: Firecracker's `on_demand_handler` / `herdless-uffd --prefetch` ≥
+//! 10 on time, 4 KiB.
 //!
 //! It needs `/dev/kvm`, root, Firecracker and its example handlers, the
 //! guest image and `herdless-uffd` (`tools.rs` names the environment
 //! variables); the run skips it, saying what is missing, where they are
-//! not there.
+//! not there. A 2 MiB variant needs free hugepages (reserved for the rest of
+//! the run where root can), and is skipped with the reason where there are
+//! none.
 
 mod api;
 mod guest;
