@@ -178,6 +178,12 @@ fn small_pages() -> Section<Params> {
         p,
     ))
     .variant(variant(
+        "hl-prefetch-2",
+        Role::Peer,
+        Backend::HerdlessPrefetch(&["--prefetch-threads", "2", "--handlers", "2"]),
+        p,
+    ))
+    .variant(variant(
         "hl-copy-all",
         Role::Peer,
         Backend::Herdless(&["--copy-all"]),
