@@ -266,6 +266,13 @@ fn run(names: &[String], flags: &RunFlags, console: &mut Console) -> Result<bool
     let mut reports = Vec::new();
     let mut clean = true;
     for exp in &selected {
+        if let Some(reason) = exp.unavailable() {
+            console.print(&format!(
+                "\n{}",
+                para(&format!("{}: skipped: {reason}", exp.name), 4)
+            ))?;
+            continue;
+        }
         let report = run_experiment(exp, &opts)?;
         console.print(&format!("\n{}", table::render_experiment(&report)))?;
         if let Some(dir) = &outputs.plot {

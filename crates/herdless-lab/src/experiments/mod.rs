@@ -7,6 +7,7 @@ pub mod async_tasks;
 pub mod bounce;
 pub mod epoll;
 pub mod fault_around;
+pub mod firecracker;
 pub mod futex_wake;
 pub mod herd;
 pub mod locks;
@@ -25,6 +26,7 @@ pub fn all() -> Vec<Experiment> {
         fault_around::experiment(),
         bounce::experiment(),
         restore::experiment(),
+        firecracker::experiment(),
     ]
 }
 

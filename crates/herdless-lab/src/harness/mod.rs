@@ -35,7 +35,12 @@
 //! }
 //! ```
 //! then list it in `experiments::all()`. Without `.ratio(..)` a section
-//! shows after/before, kernel/after and peer/after.
+//! shows after/before, kernel/after and peer/after. A variant that cannot
+//! run on this machine (a resource it lacks) returns
+//! [`LabError::Unavailable`] and its cells are skipped with the reason; an
+//! experiment that needs an outside program or device for everything it
+//! measures says so with `.requires(check)` (`Experiment::requires`), and a
+//! run skips it whole, printing the reason `check` gives.
 
 pub mod affinity;
 pub mod asleep;

@@ -487,6 +487,11 @@ pub struct Experiment {
     pub mechanism: &'static str,
     /// The tables, in order.
     pub sections: Vec<Box<dyn SectionPlan>>,
+    /// What the experiment needs from the machine beyond what the lab
+    /// always has (a hypervisor, an outside program): `Err(reason)` when
+    /// it is missing, and the run then skips the experiment with the
+    /// reason instead of measuring it.
+    pub requires: Option<fn() -> Result<(), String>>,
 }
 
 impl Experiment {
@@ -498,6 +503,7 @@ impl Experiment {
             claim: "",
             mechanism: "",
             sections: Vec::new(),
+            requires: None,
         }
     }
 
@@ -511,6 +517,19 @@ impl Experiment {
     pub fn mechanism(mut self, mechanism: &'static str) -> Self {
         self.mechanism = mechanism;
         self
+    }
+
+    /// Sets what the experiment needs from the machine (see
+    /// [`Experiment::unavailable`]).
+    pub fn requires(mut self, check: fn() -> Result<(), String>) -> Self {
+        self.requires = Some(check);
+        self
+    }
+
+    /// Why the experiment cannot run on this machine, if it cannot: the
+    /// run skips it, printing the reason.
+    pub fn unavailable(&self) -> Option<String> {
+        self.requires.and_then(|check| check().err())
     }
 
     /// Adds a section (a table).

@@ -1,0 +1,402 @@
+//! One measurement of `firecracker`: the case's snapshot restored in a
+//! fresh Firecracker through one backend (Firecracker's File backend, one
+//! of its example UFFD handlers, or `herdless-uffd` with some options),
+//! timed from the `PUT /snapshot/load` request to the guest's first pass
+//! over its whole working set, whose checksum must be the snapshot's.
+
+use std::collections::HashMap;
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+use herdless_pager::vmm::Hugepages;
+use serde_json::json;
+
+use super::guest;
+use super::process::{reworded, Process, Vm};
+use super::scratch::Scratch;
+use super::snapshot::{self, Snapshot};
+use super::tools::{self, Tools};
+use super::{Backend, Pages, Params};
+use crate::harness::{Case, LabError, Sample};
+
+/// Bytes of one userfaultfd message (`struct uffd_msg`).
+const UFFD_MSG: u64 = 32;
+
+/// How long a restored guest may take to print its first pass.
+const FIRST_PASS_WITHIN: Duration = Duration::from_secs(60);
+
+/// What one restore measured.
+struct Restored {
+    /// From the load request to the first pass line.
+    time: Duration,
+    /// The load request's round trip.
+    load: Duration,
+    /// The first pass, in the guest's TSC cycles.
+    pass: guest::Pass,
+    /// The balloon's inflation right before it, in TSC cycles, if the case
+    /// balloons.
+    inflate_cycles: Option<u64>,
+    /// The vCPU thread's page faults by then (the kernel's count).
+    vcpu_faults: Option<u64>,
+    /// What the handler said it did, if there was one.
+    handler: Option<Served>,
+}
+
+/// What a page-fault handler served.
+struct Served {
+    /// Fault messages it answered.
+    faults: Option<f64>,
+    /// Bytes it copied into guest memory (herdless-uffd only).
+    copied: Option<f64>,
+}
+
+/// A page-fault handler to start before Firecracker: which program, its
+/// arguments after the socket and memory file, and where a herdless-uffd
+/// writes its statistics.
+struct HandlerRun {
+    name: &'static str,
+    program: PathBuf,
+    args: Vec<OsString>,
+    stats: Option<PathBuf>,
+}
+
+/// Measures case `case` restored through `backend` into `pages`.
+pub(crate) fn measure(
+    backend: Backend,
+    pages: Pages,
+    case: &Case<Params>,
+) -> Result<Sample, LabError> {
+    let p = case.params;
+    let tools = tools::tools_for_measuring()?;
+    let snap = snapshot::snapshot(&p)?;
+    let scratch = Scratch::new("restore")?;
+    let herdless = |extra: &[&str]| {
+        let stats = scratch.join("stats.json");
+        let mut args: Vec<OsString> = vec!["--stats-json".into(), stats.clone().into()];
+        args.extend(extra.iter().map(OsString::from));
+        HandlerRun {
+            name: "herdless-uffd",
+            program: tools.herdless_uffd.clone(),
+            args,
+            stats: Some(stats),
+        }
+    };
+    let handler = match backend {
+        Backend::File => None,
+        Backend::FcOnDemand => Some(example("uffd_on_demand_handler", &tools.on_demand)),
+        Backend::FcFaultAll => Some(example("uffd_fault_all_handler", &tools.fault_all)),
+        Backend::Herdless(extra) => Some(herdless(extra)),
+        Backend::HerdlessPrefetch(extra) => {
+            let trace = scratch.join("working-set.trace");
+            write_file(&trace, &trace_of(tools, &snap, pages, &p)?)?;
+            let mut run = herdless(extra);
+            run.args.extend(["--prefetch".into(), trace.into()]);
+            Some(run)
+        }
+    };
+    let r = restore(tools, &snap, pages, &p, &scratch, handler)?;
+    let mut sample = Sample::new()
+        .with("time_ms", r.time.as_secs_f64() * 1e3)
+        .with("pass_ms", tools::cycles_to_ms(r.pass.cycles))
+        .with("load_ms", r.load.as_secs_f64() * 1e3);
+    if let Some(cycles) = r.inflate_cycles {
+        sample = sample
+            .with("inflate_ms", tools::cycles_to_ms(cycles))
+            .with("zero_read_ms", tools::cycles_to_ms(r.pass.tail_cycles));
+    }
+    // The File backend's faults are the kernel's (page-cache faults of the
+    // vCPU thread); a UFFD handler's are the fault messages it answered
+    // (KVM resolves a fault on userfaultfd memory in its async page-fault
+    // worker, so the vCPU thread's count misses those).
+    let faults = match &r.handler {
+        Some(served) => served.faults,
+        None => r.vcpu_faults.map(|n| n as f64),
+    };
+    if let Some(faults) = faults {
+        sample = sample.with("faults", faults);
+    }
+    if let Some(bytes) = r.handler.as_ref().and_then(|h| h.copied) {
+        sample = sample.with("copied_mib", bytes / f64::from(1 << 20));
+    }
+    Ok(sample)
+}
+
+fn example(name: &'static str, program: &Path) -> HandlerRun {
+    HandlerRun {
+        name,
+        program: program.to_path_buf(),
+        args: Vec::new(),
+        stats: None,
+    }
+}
+
+fn write_file(path: &Path, bytes: &[u8]) -> Result<(), LabError> {
+    std::fs::write(path, bytes).map_err(|e| LabError::File {
+        path: path.to_path_buf(),
+        source: e,
+    })
+}
+
+/// The working set of case `p` restored into `pages`, as `herdless-uffd
+/// --record` writes it: recorded once (an untimed 4 KiB on-demand restore
+/// into the same pages) and kept for the lab's lifetime.
+fn trace_of(
+    tools: &Tools,
+    snap: &Snapshot,
+    pages: Pages,
+    p: &Params,
+) -> Result<Arc<Vec<u8>>, LabError> {
+    type Traces = Mutex<HashMap<(usize, usize, usize, Pages), Arc<Vec<u8>>>>;
+    static TRACES: OnceLock<Traces> = OnceLock::new();
+    let key = (p.ws_mib, p.mem_mib, p.balloon_mib, pages);
+    let mut traces = TRACES
+        .get_or_init(|| Mutex::new(HashMap::new()))
+        .lock()
+        .map_err(|_| LabError::Panicked("the trace table".into()))?;
+    if let Some(t) = traces.get(&key) {
+        return Ok(Arc::clone(t));
+    }
+    let scratch = Scratch::new("record")?;
+    let (trace, stats) = (scratch.join("recorded.trace"), scratch.join("stats.json"));
+    let run = HandlerRun {
+        name: "herdless-uffd",
+        program: tools.herdless_uffd.clone(),
+        args: vec![
+            "--record".into(),
+            trace.clone().into(),
+            "--stats-json".into(),
+            stats.clone().into(),
+        ],
+        stats: Some(stats),
+    };
+    restore(tools, snap, pages, p, &scratch, Some(run))?;
+    let bytes = std::fs::read(&trace).map_err(|e| LabError::File {
+        path: trace,
+        source: e,
+    })?;
+    let bytes = Arc::new(bytes);
+    traces.insert(key, Arc::clone(&bytes));
+    Ok(bytes)
+}
+
+/// Restores `snap` once: the handler (if any) first, then Firecracker,
+/// the load, the first pass; then both are stopped and the handler's exit
+/// and statistics checked.
+fn restore(
+    tools: &Tools,
+    snap: &Snapshot,
+    pages: Pages,
+    p: &Params,
+    scratch: &Scratch,
+    handler: Option<HandlerRun>,
+) -> Result<Restored, LabError> {
+    if pages == Pages::Huge2M {
+        // Reserved for the rest of the lab's run: a pool shrunk and grown
+        // again between restores hands out pages this VM's host must fault
+        // in afresh (free page reporting), which a host with a boot-time
+        // pool never pays.
+        let needed = (p.mem_mib / 2) as u64;
+        Hugepages::reserve_until_exit(needed).map_err(|why| {
+            LabError::Unavailable(format!("{needed} free 2 MiB hugepages needed: {why}"))
+        })?;
+    }
+    let socket = scratch.join("uffd.sock");
+    let mut started = match &handler {
+        Some(h) => {
+            let mut args: Vec<OsString> =
+                vec![socket.clone().into(), snap.memory_path.clone().into()];
+            args.extend(h.args.iter().cloned());
+            let log = scratch.join("handler.log");
+            let mut process = Process::spawn(h.name, &h.program, &args, &log, false)?;
+            wait_for_socket(&mut process, &socket, h.name)?;
+            // What it read starting up (the loader reading libraries...).
+            let read_before = process.bytes_read();
+            Some((h, process, read_before))
+        }
+        None => None,
+    };
+    let mut vm = Vm::start(&tools.firecracker, scratch.path())?;
+    let backend = match &handler {
+        Some(_) => json!({"backend_type": "Uffd", "backend_path": socket}),
+        None => json!({"backend_type": "File", "backend_path": snap.memory_path}),
+    };
+    let mut load =
+        json!({"snapshot_path": snap.state_path, "mem_backend": backend, "resume_vm": true});
+    if pages == Pages::Huge2M {
+        load["huge_pages"] = json!("2M");
+    }
+    let handler_said = |started: &Option<(&HandlerRun, Process, Option<u64>)>| {
+        started
+            .as_ref()
+            .map(|(h, process, _)| format!("; {}: [{}]", h.name, process.log_tail(3)))
+            .unwrap_or_default()
+    };
+    // Firecracker resumes the VM whether or not the handler took the
+    // handoff: a handler that refused (and exited) would leave the load,
+    // then the guest, waiting forever.
+    let mut handler_alive = || match started.as_mut() {
+        Some((h, process, _)) => match process.wait_exit(Duration::ZERO)? {
+            Some(status) => Err(LabError::Sample(format!("{} exited ({status})", h.name))),
+            None => Ok(()),
+        },
+        None => Ok(()),
+    };
+    let t0 = Instant::now();
+    let loaded = vm
+        .api
+        .put_watching(
+            "/snapshot/load",
+            &load,
+            FIRST_PASS_WITHIN,
+            &mut handler_alive,
+        )
+        .map_err(|e| vm.explain(e));
+    let load_time = t0.elapsed();
+    // The nudge starts the first pass (and, with a balloon, the inflation
+    // right before it).
+    let mut inflate_cycles = None;
+    let first = loaded.and_then(|()| {
+        vm.nudge()?;
+        if p.balloon_mib > 0 {
+            let (_, line) =
+                vm.expect_watching("BALLOON ", FIRST_PASS_WITHIN, &mut handler_alive)?;
+            inflate_cycles = Some(guest::balloon(&line, (p.balloon_mib as u64) << 8)?);
+        }
+        vm.expect_watching("PASS ", FIRST_PASS_WITHIN, &mut handler_alive)
+    });
+    let (at, line) =
+        first.map_err(|e| reworded(e, |e| format!("{e}{}", handler_said(&started))))?;
+    let pass = guest::pass(&line, snap.checksum)?;
+    let vcpu_faults = vm.vcpu_faults();
+    vm.kill();
+    let handler = match started.as_mut() {
+        Some((h, process, read_before)) => Some(finish_handler(h, process, *read_before)?),
+        None => None,
+    };
+    Ok(Restored {
+        time: at.duration_since(t0),
+        load: load_time,
+        pass,
+        inflate_cycles,
+        vcpu_faults,
+        handler,
+    })
+}
+
+/// Waits until a handler listens on its socket. The file appears at
+/// `bind`, and Firecracker connecting between `bind` and `listen` is
+/// refused (and gives up); probing with a connection of our own would be
+/// taken for the VMM's, so the kernel's table of Unix sockets says.
+fn wait_for_socket(process: &mut Process, socket: &Path, name: &str) -> Result<(), LabError> {
+    let within = Duration::from_secs(30);
+    let deadline = Instant::now() + within;
+    while !listening(socket) {
+        if let Some(status) = process.wait_exit(Duration::ZERO)? {
+            return Err(LabError::Sample(format!(
+                "{name} exited ({status}) before listening: [{}]",
+                process.log_tail(3)
+            )));
+        }
+        if Instant::now() >= deadline {
+            return Err(LabError::Stuck {
+                what: format!("{name} listening on {}", socket.display()),
+                after: within,
+            });
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    Ok(())
+}
+
+/// Whether a socket listens at `path`: its line in `/proc/net/unix` has
+/// `__SO_ACCEPTCON` (0x10000) in its flags.
+fn listening(path: &Path) -> bool {
+    std::fs::read_to_string("/proc/net/unix").is_ok_and(|table| listens_in(&table, path))
+}
+
+fn listens_in(table: &str, path: &Path) -> bool {
+    const ACCEPTING: u32 = 0x1_0000;
+    let path = path.to_string_lossy();
+    table.lines().skip(1).any(|line| {
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        fields.len() >= 8
+            && fields[7..].join(" ") == path
+            && u32::from_str_radix(fields[3], 16).is_ok_and(|flags| flags & ACCEPTING != 0)
+    })
+}
+
+/// After Firecracker is gone: a herdless-uffd must exit 0 on its own with
+/// its statistics written and no error in them. Firecracker's examples do
+/// not exit when the VMM does, and are killed. They count nothing, but
+/// read each event with one `read(2)` of one 32-byte `uffd_msg` and read
+/// nothing else once started (the memory file is mapped, the handoff is a
+/// `recvmsg`), so the bytes the kernel counts them reading since they
+/// listened, over 32, are the fault messages they answered.
+fn finish_handler(
+    h: &HandlerRun,
+    process: &mut Process,
+    read_before: Option<u64>,
+) -> Result<Served, LabError> {
+    let Some(stats) = &h.stats else {
+        let read = process.bytes_read().zip(read_before).map(|(a, b)| a - b);
+        process.kill();
+        return Ok(Served {
+            faults: read.map(|bytes| (bytes / UFFD_MSG) as f64),
+            copied: None,
+        });
+    };
+    let status = process.wait_exit(Duration::from_secs(10))?;
+    if !status.is_some_and(|s| s.success()) {
+        let what = status.map_or("did not exit after the VMM did".into(), |s| s.to_string());
+        return Err(LabError::Sample(format!(
+            "{}: {what}: [{}]",
+            h.name,
+            process.log_tail(3)
+        )));
+    }
+    let text = std::fs::read_to_string(stats).map_err(|e| LabError::File {
+        path: stats.clone(),
+        source: e,
+    })?;
+    let json: serde_json::Value = serde_json::from_str(&text).map_err(|e| LabError::Json {
+        path: stats.clone(),
+        source: e,
+    })?;
+    let errors = json["errors"].as_array().map_or(0, Vec::len);
+    if errors > 0 {
+        return Err(LabError::Sample(format!(
+            "{} reported errors: {}",
+            h.name, json["errors"]
+        )));
+    }
+    Ok(Served {
+        faults: json["faults"].as_f64(),
+        copied: json["bytes_copied"].as_f64(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_a_listening_socket_listens() {
+        let table = "Num       RefCount Protocol Flags    Type St Inode Path\n\
+                     0000000001: 00000002 00000000 00000000 0001 01 11 /tmp/a/bound.sock\n\
+                     0000000002: 00000002 00000000 00010000 0001 01 12 /tmp/a/uffd.sock\n";
+        assert!(listens_in(table, Path::new("/tmp/a/uffd.sock")));
+        assert!(!listens_in(table, Path::new("/tmp/a/bound.sock")));
+        assert!(!listens_in(table, Path::new("/tmp/a/uffd")));
+    }
+
+    #[test]
+    fn a_listener_of_this_process_is_seen() {
+        let dir = Scratch::new("listen-test").unwrap();
+        let path = dir.join("s.sock");
+        assert!(!listening(&path));
+        let _listener = std::os::unix::net::UnixListener::bind(&path).unwrap();
+        assert!(listening(&path));
+    }
+}
