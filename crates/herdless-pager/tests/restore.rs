@@ -188,7 +188,7 @@ fn record_then_prefetch_installs_the_working_set_before_it_is_touched() {
 }
 
 #[test]
-fn copy_all_installs_every_page_before_the_first_fault_is_answered() {
+fn copy_all_installs_every_page_and_answers_faults_meanwhile() {
     let sizes = [64 * PAGE, 32 * PAGE];
     let Some(mem) = guest_memory(&sizes) else {
         return;
@@ -202,21 +202,26 @@ fn copy_all_installs_every_page_before_the_first_fault_is_answered() {
         &["--copy-all", "--stats-json", stats.to_str().unwrap()],
     );
     let conn = mem.handoff(&handler.socket).unwrap();
-    // The page copied last (regions go in address order): once an access
-    // to it is answered (after a fault, or none if it was in already),
-    // every page is in.
+    // The page copied last first (regions go in address order): the
+    // copier has not reached it, or has; either way the access is answered
+    // at once, by a handler or by the copy.
     let last = mem.regions().iter().map(|r| r.base + r.size).max().unwrap() - PAGE;
     let mut buf = vec![0u8; PAGE];
     mem.read(last, &mut buf).unwrap();
+    // The copy goes on without any further access: every page comes in.
     for r in mem.regions() {
-        assert!(resident(r.base, r.size), "everything is in");
+        wait_until("the copy installed every page", || resident(r.base, r.size));
     }
     mem.check_against(&file, 2, &|_| false).unwrap();
     drop(conn);
     let (status, out, err) = handler.finish();
     assert_eq!(status.code(), Some(0), "{out}\n{err}");
     let json: serde_json::Value = serde_json::from_slice(&std::fs::read(&stats).unwrap()).unwrap();
-    assert_eq!(json["pages_prefetched"].as_u64(), Some(96), "{json}");
+    // Each page filled once: by the copy, or by the one fault it answered.
+    let prefetched = json["pages_prefetched"].as_u64().unwrap();
+    let on_demand = json["pages_on_demand"].as_u64().unwrap();
+    assert_eq!(prefetched + on_demand, 96, "{json}");
+    assert!(prefetched >= 95, "{json}");
     assert!(json["faults"].as_u64().unwrap() <= 1, "{json}");
     let _ = std::fs::remove_dir_all(dir);
 }

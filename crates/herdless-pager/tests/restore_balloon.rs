@@ -3,8 +3,8 @@
 //! which raises `REMOVE` events):
 //! - a balloon inflating right after the handoff, while `--copy-all` or a
 //!   `--prefetch` copies (Firecracker's `fault_all_handler` panics there):
-//!   the copy goes on to the end (it reads the pending event itself and
-//!   applies it), nothing discarded comes back, every byte is right;
+//!   the copy goes on to the end (it reads a pending event itself, or a
+//!   handler beside it does, and applies it), nothing discarded comes back, every byte is right;
 //! - memory ballooned away and read again is served zeros by the run, one
 //!   fault per 2 MiB window instead of one per 4 KiB page.
 
@@ -99,11 +99,6 @@ fn a_balloon_inflating_during_copy_all_neither_stops_the_copy_nor_gets_pages_bac
             return;
         };
         copied_past_the_balloon(&json, pages);
-        // copy-all runs before the handler threads start: whatever
-        // deferred it, it read itself.
-        if json["eagain_retry"].as_u64().unwrap() > 0 {
-            assert!(json["copier_reads"].as_u64().unwrap() > 0, "{json}");
-        }
     }
 }
 

@@ -343,13 +343,19 @@ fn a_4k_trace_prefetches_the_2m_pages_holding_it_and_copy_all_copies_whole_pages
     let conn = mem.handoff(&handler.socket).unwrap();
     let r = mem.regions()[0];
     let mut buf = vec![0u8; PAGE];
+    // The last page first: answered at once (by a handler, or the copy
+    // that got there); the copy then brings in the rest untouched.
     mem.read(r.base + r.size - PAGE, &mut buf).unwrap();
-    assert!(resident(r.base, r.size), "everything is in");
+    wait_until("the copy installed every page", || resident(r.base, r.size));
     mem.check_against(&file, 2, &|_| false).unwrap();
     drop(conn);
     let (status, out, err) = handler.finish();
     assert_eq!(status.code(), Some(0), "{out}\n{err}");
+    // Whole 2 MiB pages, each filled once: by the copy or by that fault.
     let json = stats_of(&stats);
-    assert_eq!(json["pages_prefetched"].as_u64(), Some(4), "{json}");
+    let prefetched = json["pages_prefetched"].as_u64().unwrap();
+    let on_demand = json["pages_on_demand"].as_u64().unwrap();
+    assert_eq!(prefetched + on_demand, 4, "{json}");
+    assert!(prefetched >= 3, "{json}");
     let _ = std::fs::remove_dir_all(dir);
 }

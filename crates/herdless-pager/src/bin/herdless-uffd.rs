@@ -73,8 +73,9 @@ struct Cli {
     /// CPU-bound in the kernel: up to one per CPU the handler may use).
     #[arg(long, value_name = "N", default_value_t = 1, requires = "prefetch")]
     prefetch_threads: usize,
-    /// Copy every page before serving the first fault (Firecracker's
-    /// fault_all_handler).
+    /// Copy every page, in the background from the handoff on, while the
+    /// handlers serve faults (a fault waits at most for the 2 MiB run in
+    /// flight); Firecracker's fault_all_handler copies everything first.
     #[arg(long, conflicts_with = "prefetch")]
     copy_all: bool,
     /// Read the memory file into the page cache and map it before the VMM

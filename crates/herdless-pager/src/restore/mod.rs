@@ -120,8 +120,10 @@ pub struct RestoreOptions {
     /// Threads installing the trace side by side (page population is
     /// CPU-bound in the kernel: one per CPU the handler may use).
     pub prefetch_threads: usize,
-    /// Copy every page before serving any fault (Firecracker's
-    /// `fault_all_handler`).
+    /// Copy every page in the background from the handoff on, beside the
+    /// handlers (Firecracker's `fault_all_handler` copies everything before
+    /// it answers the first fault; here a fault waits at most for the run
+    /// in flight).
     pub copy_all: bool,
     /// What of the memory file to read into the page cache and map before
     /// the VMM connects, so that no fill waits for the file

@@ -1,8 +1,9 @@
 //! Working-set prefetch (REAP, ASPLOS '21): the pages a recorded restore
 //! faulted on, installed in the background from the moment the userfaultfd
 //! arrives, in trace order, in runs of up to [`CHUNK_PAGES`] pages per
-//! `UFFDIO_COPY`; and copying everything up front (Firecracker's
-//! `fault_all_handler`), the same fill over every page.
+//! `UFFDIO_COPY`; and copying everything (`--copy-all`, what Firecracker's
+//! `fault_all_handler` does before it answers a fault), the same fill over
+//! every page, beside the handlers.
 //!
 //! # Demand faults first
 //! The prefetcher and the handlers share the per-page claims: a page is
@@ -38,9 +39,9 @@
 //! to `MISSING`, and the copier reads the pending messages itself (the
 //! `REMOVE`s applied under the read guard like any handler's, the faults
 //! served) and tries the run again, skipping what was discarded
-//! (`handler/background.rs`): a balloon inflating during `--copy-all`,
-//! which runs before any handler thread, or during a prefetch, neither
-//! stops it nor makes it give up (issue 22).
+//! (`handler/background.rs`): a balloon inflating during `--copy-all` or a
+//! prefetch, even before a handler thread runs, neither stops it nor makes
+//! it give up (issue 22).
 
 use std::ops::Range;
 

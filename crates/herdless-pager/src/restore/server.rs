@@ -1,11 +1,12 @@
 //! Serving a handed-over userfaultfd with the pager's handler machinery:
 //! the VMM's regions become the handlers' [`Space`], the memory file their
-//! source; an optional prefetcher (or a copy of everything first); then
-//! the wait for the VMM to go away, turning away anyone else who connects,
-//! and the summary. A signal (`signals.rs`) ends the copy or the wait
-//! like the VMM's going would, except that no output is written.
+//! source; optional prefetchers (a trace's pages, or everything) beside
+//! the handlers; then the wait for the VMM to go away, turning away anyone
+//! else who connects, and the summary. A signal (`signals.rs`) ends the
+//! wait like the VMM's going would, except that no output is written.
 
 use std::io::Read;
+use std::ops::Range;
 use std::os::unix::net::UnixStream;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -21,7 +22,7 @@ use super::memory::MemorySource;
 use super::signals::Signals;
 use super::summary::{Ending, RestoreSummary};
 use super::trace::Trace;
-use super::{output, prefetch, Log, Restore, RestoreError};
+use super::{output, prefetch, Restore, RestoreError};
 use crate::handler::{DiscardFence, Plan, Shared};
 use crate::pager::fault_path::FaultPath;
 use crate::source::GuardedSource;
@@ -29,8 +30,18 @@ use crate::space::{Space, Span};
 use crate::uffd::Uffd;
 use crate::HandlerMode;
 
-/// Pages per `UFFDIO_COPY` when copying everything up front.
+/// Pages per `UFFDIO_COPY` when copying everything (`--copy-all`).
 const COPY_ALL_CHUNK: usize = 512;
+
+/// A background fill: `ranges` of pages, in runs of `chunk` pages, lane
+/// `lane` of `lanes` (`prefetch::run`).
+struct Fill {
+    name: String,
+    ranges: Vec<Range<usize>>,
+    chunk: usize,
+    lane: usize,
+    lanes: usize,
+}
 
 /// Serves `uffd` over `mappings` from `source` until the VMM goes away.
 pub(super) fn serve(
@@ -98,43 +109,50 @@ pub(super) fn serve(
     let shared = Arc::clone(&path.shared);
 
     let signals = restore.signals.as_ref();
-    let mut stopped = None;
-    if opts.copy_all {
-        // Before any fault is served, as Firecracker's fault_all_handler
-        // (which copies every region on the first fault).
-        stopped = copy_all(&shared, signals, log)?;
-    }
-    // The prefetch starts first: from the moment the userfaultfd arrives.
-    let mut prefetchers = Vec::new();
-    if shared.plan.is_some() && stopped.is_none() {
+    // The prefetch and the copy of everything start first, from the moment
+    // the userfaultfd arrives, beside the handlers: a fault waits for at
+    // most the run in flight, never for the copy (a balloon's `REMOVE`s
+    // are read by whoever reads first, `prefetch.rs`).
+    let mut fills = Vec::new();
+    if let Some(plan) = &shared.plan {
         let lanes = opts.prefetch_threads.max(1);
-        for lane in 0..lanes {
-            let sh = Arc::clone(&shared);
-            let spawned = std::thread::Builder::new()
-                .name(format!("uffd-prefetch-{lane}"))
-                .spawn(move || {
-                    if let Some(plan) = &sh.plan {
-                        prefetch::run(&sh, plan.ranges(), prefetch::CHUNK_PAGES, lane, lanes);
-                    }
-                });
-            match spawned {
-                Ok(h) => prefetchers.push(h),
-                Err(e) => {
-                    log.line(&format!(
-                        "warning: prefetch thread {lane} not started ({e}); the others and \
-                         the faults still fill"
-                    ));
-                }
+        fills.extend((0..lanes).map(|lane| Fill {
+            name: format!("uffd-prefetch-{lane}"),
+            ranges: plan.ranges().to_vec(),
+            chunk: prefetch::CHUNK_PAGES,
+            lane,
+            lanes,
+        }));
+    }
+    if opts.copy_all {
+        fills.push(Fill {
+            name: "uffd-copy-all".into(),
+            ranges: prefetch::everything(&shared.space),
+            chunk: COPY_ALL_CHUNK,
+            lane: 0,
+            lanes: 1,
+        });
+    }
+    let mut prefetchers = Vec::new();
+    for fill in fills {
+        let sh = Arc::clone(&shared);
+        let spawned = std::thread::Builder::new()
+            .name(fill.name.clone())
+            .spawn(move || prefetch::run(&sh, &fill.ranges, fill.chunk, fill.lane, fill.lanes));
+        match spawned {
+            Ok(h) => prefetchers.push(h),
+            Err(e) => {
+                log.line(&format!(
+                    "warning: thread {} not started ({e}); the others and the faults still fill",
+                    fill.name
+                ));
             }
         }
     }
     let mut handlers = Vec::with_capacity(opts.handlers);
-    let ending = match stopped {
-        Some(signal) => Ok(Ending::Signal(signal)),
-        None => match path.start(&mut handlers, 0) {
-            Ok(()) => wait_for_the_end(&shared, &conn, restore, signals),
-            Err(e) => Err(RestoreError::Pager(e)),
-        },
+    let ending = match path.start(&mut handlers, 0) {
+        Ok(()) => wait_for_the_end(&shared, &conn, restore, signals),
+        Err(e) => Err(RestoreError::Pager(e)),
     };
     stop(&shared, handlers, prefetchers);
     let ending = ending?;
@@ -184,67 +202,6 @@ pub(super) fn serve(
         }
     }
     Ok(summary)
-}
-
-/// Copies every page (`--copy-all`) before any fault is served; with
-/// `signals`, on a thread of its own while this one waits for a signal,
-/// which stops the copy after the run in flight: the signal, if one came.
-fn copy_all(
-    shared: &Arc<Shared>,
-    signals: Option<&Signals>,
-    log: Log,
-) -> Result<Option<i32>, RestoreError> {
-    let copy = |sh: &Shared| {
-        prefetch::run(sh, &prefetch::everything(&sh.space), COPY_ALL_CHUNK, 0, 1);
-    };
-    let Some(signals) = signals else {
-        copy(shared);
-        return Ok(None);
-    };
-    // Written by the copier when it is done.
-    let done = rustix::event::eventfd(0, rustix::event::EventfdFlags::CLOEXEC)
-        .map_err(|e| RestoreError::io("eventfd", e))?;
-    let done = Arc::new(done);
-    let (sh, finished) = (Arc::clone(shared), Arc::clone(&done));
-    let copier = std::thread::Builder::new()
-        .name("uffd-copy-all".into())
-        .spawn(move || {
-            copy(&sh);
-            let _ = rustix::io::write(&*finished, &1u64.to_ne_bytes());
-        });
-    let copier = match copier {
-        Ok(c) => c,
-        Err(e) => {
-            log.line(&format!(
-                "warning: no thread for --copy-all ({e}): copying here, deaf to signals until done"
-            ));
-            copy(shared);
-            return Ok(None);
-        }
-    };
-    let signal = loop {
-        let mut fds = [
-            PollFd::new(&*done, PollFlags::IN),
-            PollFd::new(signals, PollFlags::IN),
-        ];
-        match poll(&mut fds, None) {
-            Ok(_) | Err(Errno::INTR) => {}
-            Err(e) => {
-                // Not waiting any more: the copy runs to its end.
-                let _ = copier.join();
-                return Err(RestoreError::io("poll", e));
-            }
-        }
-        if let Some(signal) = signals.take() {
-            shared.stop_all(false);
-            break Some(signal);
-        }
-        if fds[0].revents().contains(PollFlags::IN) {
-            break None;
-        }
-    };
-    let _ = copier.join();
-    Ok(signal)
 }
 
 /// Tells the handlers and the prefetchers to stop, and joins them.

@@ -12,8 +12,9 @@
 //!   from the handoff on (`--prefetch`, one prefetch thread per CPU),
 //!   demand faults first, a fault on a page of the trace filling the next
 //!   32 pages of it;
-//! - `copy-all`: every page copied before the first fault is answered, as
-//!   Firecracker's `fault_all_handler`;
+//! - `copy-all`: every page copied from the handoff on, beside the
+//!   handlers (Firecracker's `fault_all_handler` copies it all before it
+//!   answers the first fault);
 //! - `2m-on-demand`: the same snapshot restored into 2 MiB hugepage guest
 //!   memory (Firecracker's `"huge_pages": "2M"`: `MAP_HUGETLB` regions),
 //!   one 2 MiB `UFFDIO_COPY` per fault. It needs the snapshot's size in
