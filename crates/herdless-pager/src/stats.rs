@@ -10,18 +10,67 @@
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::time::Duration;
 
-/// The histogram's buckets.
-struct Buckets([AtomicU64; BUCKETS]);
+/// Buckets of a latency histogram: bucket `i` counts services that took
+/// `[2^i, 2^(i+1))` ns.
+const BUCKETS: usize = 40;
 
-impl Default for Buckets {
+/// A latency histogram: power-of-two buckets of nanoseconds, their total
+/// and the longest. The pager's fault service time and an object source's
+/// GET and chunk-wait times.
+pub(crate) struct Histogram {
+    buckets: [AtomicU64; BUCKETS],
+    total_ns: AtomicU64,
+    max_ns: AtomicU64,
+}
+
+impl Default for Histogram {
     fn default() -> Self {
-        Buckets(std::array::from_fn(|_| AtomicU64::new(0)))
+        Histogram {
+            buckets: std::array::from_fn(|_| AtomicU64::new(0)),
+            total_ns: AtomicU64::new(0),
+            max_ns: AtomicU64::new(0),
+        }
     }
 }
 
-/// Buckets of the latency histogram: bucket `i` counts services that took
-/// `[2^i, 2^(i+1))` ns.
-const BUCKETS: usize = 40;
+impl Histogram {
+    /// Counts one service that took `d`.
+    pub(crate) fn record(&self, d: Duration) {
+        let ns = u64::try_from(d.as_nanos()).unwrap_or(u64::MAX).max(1);
+        self.total_ns.fetch_add(ns, Relaxed);
+        self.max_ns.fetch_max(ns, Relaxed);
+        let b = (63 - ns.leading_zeros() as usize).min(BUCKETS - 1);
+        self.buckets[b].fetch_add(1, Relaxed);
+    }
+
+    /// Count, mean, p50 and p99 (each its bucket's upper edge: a bound,
+    /// never an underestimate, which may exceed the longest) and max.
+    pub(crate) fn latency(&self) -> Latency {
+        let hist: Vec<u64> = self.buckets.iter().map(|b| b.load(Relaxed)).collect();
+        let count: u64 = hist.iter().sum();
+        let quantile = |q: f64| -> Duration {
+            if count == 0 {
+                return Duration::ZERO;
+            }
+            let rank = ((count as f64) * q).ceil().max(1.0) as u64;
+            let mut seen = 0;
+            for (i, n) in hist.iter().enumerate() {
+                seen += n;
+                if seen >= rank {
+                    return Duration::from_nanos(1u64 << (i + 1).min(63));
+                }
+            }
+            Duration::from_nanos(self.max_ns.load(Relaxed))
+        };
+        Latency {
+            count,
+            mean: Duration::from_nanos(self.total_ns.load(Relaxed).checked_div(count).unwrap_or(0)),
+            p50: quantile(0.5),
+            p99: quantile(0.99),
+            max: Duration::from_nanos(self.max_ns.load(Relaxed)),
+        }
+    }
+}
 
 #[derive(Default)]
 pub(crate) struct Counters {
@@ -52,9 +101,7 @@ pub(crate) struct Counters {
     pub(crate) fills_unmapped: AtomicU64,
     pub(crate) copier_reads: AtomicU64,
     pub(crate) prefetch_passes: AtomicU64,
-    latency_total_ns: AtomicU64,
-    latency_max_ns: AtomicU64,
-    latency: Buckets,
+    latency: Histogram,
 }
 
 impl Counters {
@@ -64,31 +111,10 @@ impl Counters {
     }
 
     pub(crate) fn record_latency(&self, d: Duration) {
-        let ns = u64::try_from(d.as_nanos()).unwrap_or(u64::MAX).max(1);
-        self.latency_total_ns.fetch_add(ns, Relaxed);
-        self.latency_max_ns.fetch_max(ns, Relaxed);
-        let b = (63 - ns.leading_zeros() as usize).min(BUCKETS - 1);
-        self.latency.0[b].fetch_add(1, Relaxed);
+        self.latency.record(d);
     }
 
     pub(crate) fn snapshot(&self, per_handler: &[AtomicU64]) -> PagerStats {
-        let hist: Vec<u64> = self.latency.0.iter().map(|b| b.load(Relaxed)).collect();
-        let count: u64 = hist.iter().sum();
-        let quantile = |q: f64| -> Duration {
-            if count == 0 {
-                return Duration::ZERO;
-            }
-            let rank = ((count as f64) * q).ceil().max(1.0) as u64;
-            let mut seen = 0;
-            for (i, n) in hist.iter().enumerate() {
-                seen += n;
-                if seen >= rank {
-                    // Upper edge of the bucket: a bound, never an underestimate.
-                    return Duration::from_nanos(1u64 << (i + 1).min(63));
-                }
-            }
-            Duration::from_nanos(self.latency_max_ns.load(Relaxed))
-        };
         PagerStats {
             faults: self.faults.load(Relaxed),
             duplicate_faults: self.duplicate_faults.load(Relaxed),
@@ -112,18 +138,7 @@ impl Counters {
             copier_reads: self.copier_reads.load(Relaxed),
             prefetch_passes: self.prefetch_passes.load(Relaxed),
             per_handler_faults: per_handler.iter().map(|c| c.load(Relaxed)).collect(),
-            latency: Latency {
-                count,
-                mean: Duration::from_nanos(
-                    self.latency_total_ns
-                        .load(Relaxed)
-                        .checked_div(count)
-                        .unwrap_or(0),
-                ),
-                p50: quantile(0.5),
-                p99: quantile(0.99),
-                max: Duration::from_nanos(self.latency_max_ns.load(Relaxed)),
-            },
+            latency: self.latency.latency(),
         }
     }
 }

@@ -9,77 +9,34 @@
 #![cfg(feature = "object-store")]
 
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 use std::time::Duration;
 
 use herdless_pager::object::{ObjectError, ObjectOptions, ObjectSource};
 use herdless_pager::PageSource;
-use herdless_s3d::{Credentials, S3Server};
+use s3::{seeded_bytes, S3World, ENV};
 
+#[path = "common/s3.rs"]
+mod s3;
 #[path = "common/skip.rs"]
 mod skip;
 
 const SECRET: &str = "s3cr3t-of-the-object-tests";
 const CHUNK: u64 = 64 << 10;
 
-/// The tests set the process environment the store reads: one at a time.
-static ENV: Mutex<()> = Mutex::new(());
-
-struct World {
-    server: S3Server,
-    dir: PathBuf,
-    _env: MutexGuard<'static, ()>,
-}
-
-impl Drop for World {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
-
 fn dir(name: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("herdless-object-{}-{name}", std::process::id()));
     let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(d.join("s3")).unwrap();
     d
 }
 
 /// A server with bucket `snaps`, its environment set; `None` after printing
 /// why none could start.
-fn world(name: &str) -> Option<World> {
-    let env = ENV.lock().unwrap_or_else(|p| p.into_inner());
-    let dir = dir(name);
-    let server = match S3Server::start(dir.join("s3"), Credentials::new("AKOBJECTTEST", SECRET)) {
-        Ok(s) => s,
-        Err(e) => {
-            skip::skip(format!("no S3 server could start here: {e}"));
-            return None;
-        }
-    };
-    server.create_bucket("snaps").unwrap();
-    for (k, v) in server.env() {
-        // SAFETY: every test of this binary that reads or changes the
-        // environment holds `ENV`, and no other thread of the process reads it.
-        unsafe { std::env::set_var(k, v) };
-    }
-    Some(World {
-        server,
-        dir,
-        _env: env,
-    })
+fn world(name: &str) -> Option<S3World> {
+    S3World::start(dir(name), "AKOBJECTTEST", SECRET)
 }
 
-fn pattern(len: usize, seed: u64) -> Vec<u8> {
-    (0..len)
-        .map(|i| {
-            let x = (i as u64 ^ seed.wrapping_mul(0xD6E8_FEB8_6659_FD93))
-                .wrapping_mul(0x9E37_79B9_7F4A_7C15);
-            (x >> 29) as u8 | 1
-        })
-        .collect()
-}
-
-fn opts(w: &World, cache: Option<&str>) -> ObjectOptions {
+fn opts(w: &S3World, cache: Option<&str>) -> ObjectOptions {
     ObjectOptions {
         chunk_size: CHUNK,
         cache_dir: cache.map(|c| w.dir.join(c)),
@@ -92,7 +49,7 @@ fn opts(w: &World, cache: Option<&str>) -> ObjectOptions {
 fn every_byte_reads_back_and_each_chunk_is_fetched_once_by_many_threads() {
     let Some(w) = world("bytes") else { return };
     let len = 10 * CHUNK as usize + 12_345;
-    let data = pattern(len, 1);
+    let data = seeded_bytes(len, 1);
     w.server.put("snaps", "vm.mem", data.clone()).unwrap();
     let src = ObjectSource::open("s3://snaps/vm.mem", &opts(&w, None)).unwrap();
     assert_eq!(src.len(), len as u64);
@@ -142,7 +99,7 @@ fn every_byte_reads_back_and_each_chunk_is_fetched_once_by_many_threads() {
 fn sources_sharing_a_host_cache_fetch_each_chunk_once() {
     let Some(w) = world("host") else { return };
     let len = 8 * CHUNK as usize;
-    let data = pattern(len, 2);
+    let data = seeded_bytes(len, 2);
     w.server.put("snaps", "vm.mem", data.clone()).unwrap();
     // Four sources (as four processes: each its own chunks, one cache).
     let srcs: Vec<_> = (0..4)
@@ -185,7 +142,7 @@ fn sources_sharing_a_host_cache_fetch_each_chunk_once() {
 fn a_failing_get_is_retried_and_one_that_keeps_failing_fails_its_reads_only() {
     let Some(w) = world("fail") else { return };
     let len = 4 * CHUNK as usize;
-    let data = pattern(len, 3);
+    let data = seeded_bytes(len, 3);
     w.server.put("snaps", "vm.mem", data.clone()).unwrap();
     let src = ObjectSource::open("s3://snaps/vm.mem", &opts(&w, None)).unwrap();
     w.server.fail_next_gets(2);
@@ -226,7 +183,7 @@ fn a_failing_get_is_retried_and_one_that_keeps_failing_fails_its_reads_only() {
 fn a_slow_get_holds_only_the_reads_of_its_own_chunk() {
     let Some(w) = world("slow") else { return };
     let len = 4 * CHUNK as usize;
-    let data = pattern(len, 4);
+    let data = seeded_bytes(len, 4);
     w.server.put("snaps", "vm.mem", data.clone()).unwrap();
     let src = ObjectSource::open("s3://snaps/vm.mem", &opts(&w, None)).unwrap();
     w.server.hold_gets("snaps", "vm.mem", 0);
@@ -256,13 +213,15 @@ fn a_slow_get_holds_only_the_reads_of_its_own_chunk() {
 fn an_object_replaced_while_it_is_read_fails_the_chunks_read_after() {
     let Some(w) = world("changed") else { return };
     let len = 4 * CHUNK as usize;
-    let old = pattern(len, 5);
+    let old = seeded_bytes(len, 5);
     w.server.put("snaps", "vm.mem", old.clone()).unwrap();
     let src = ObjectSource::open("s3://snaps/vm.mem", &opts(&w, Some("cache"))).unwrap();
     let mut buf = vec![0u8; 64];
     src.read_at(0, &mut buf).unwrap();
     assert!(buf == old[..64]);
-    w.server.put("snaps", "vm.mem", pattern(len, 6)).unwrap();
+    w.server
+        .put("snaps", "vm.mem", seeded_bytes(len, 6))
+        .unwrap();
     let e = src.read_at(2 * CHUNK, &mut buf).unwrap_err();
     assert!(e.to_string().contains("changed"), "{e}");
     // What was read before the change still reads the old bytes.
@@ -271,7 +230,7 @@ fn an_object_replaced_while_it_is_read_fails_the_chunks_read_after() {
     // A new source is a new identity: nothing of the old one's cache.
     let new = ObjectSource::open("s3://snaps/vm.mem", &opts(&w, Some("cache"))).unwrap();
     new.read_at(0, &mut buf).unwrap();
-    assert!(buf == pattern(len, 6)[..64]);
+    assert!(buf == seeded_bytes(len, 6)[..64]);
     assert_eq!(new.stats().host_hits, 0);
     assert_ne!(new.cache_dir(), src.cache_dir());
 }
@@ -279,7 +238,9 @@ fn an_object_replaced_while_it_is_read_fails_the_chunks_read_after() {
 #[test]
 fn a_missing_object_and_bad_credentials_are_refused_at_open_without_the_secret() {
     let Some(w) = world("refused") else { return };
-    w.server.put("snaps", "vm.mem", pattern(4096, 7)).unwrap();
+    w.server
+        .put("snaps", "vm.mem", seeded_bytes(4096, 7))
+        .unwrap();
     let e = ObjectSource::open("s3://snaps/nope.mem", &opts(&w, None)).unwrap_err();
     assert!(matches!(e, ObjectError::NotFound { .. }), "{e}");
     let e = ObjectSource::open("s3://nobucket/vm.mem", &opts(&w, None)).unwrap_err();

@@ -49,7 +49,7 @@ fn serve_two_regions(args: &[&str], seed: u64) {
         err.contains(&format!("connection from pid {}", std::process::id())),
         "{err}"
     );
-    let json: serde_json::Value = serde_json::from_slice(&std::fs::read(&stats).unwrap()).unwrap();
+    let json = read_json(&stats);
     let pages = (sizes.iter().sum::<usize>() / PAGE) as u64;
     let copied = json["pages_copied"].as_u64().unwrap();
     assert_eq!(copied, pages, "every page copied once: {json}");
@@ -87,8 +87,7 @@ fn an_older_firecracker_message_with_page_size_kib_only_is_served() {
     herdless_pager::vmm::send_with_fds(&conn, body.as_bytes(), &[mem.uffd()]).unwrap();
     mem.check_against(&file, 2, &|_| false).unwrap();
     drop(conn);
-    let (status, out, err) = handler.finish();
-    assert_eq!(status.code(), Some(0), "{out}\n{err}");
+    handler.finish_ok();
 }
 
 /// Pages (of the two regions, as `(region, page)`) a guest touches, in
@@ -129,8 +128,7 @@ fn record_then_prefetch_installs_the_working_set_before_it_is_touched() {
         assert!(buf == file[off..off + PAGE], "{page:?}");
     }
     drop(conn);
-    let (status, out, err) = handler.finish();
-    assert_eq!(status.code(), Some(0), "{out}\n{err}");
+    handler.finish_ok();
     let recorded = herdless_pager::restore::Trace::read(&trace).unwrap_or_else(|e| panic!("{e}"));
     let want = herdless_pager::restore::Trace::from_offsets(
         PAGE as u64,
@@ -170,9 +168,8 @@ fn record_then_prefetch_installs_the_working_set_before_it_is_touched() {
     let (untouched, _) = offset(&mem, (0, 64));
     assert!(!resident(untouched, PAGE), "only the trace is prefetched");
     drop(conn);
-    let (status, out, err) = handler.finish();
-    assert_eq!(status.code(), Some(0), "{out}\n{err}");
-    let json: serde_json::Value = serde_json::from_slice(&std::fs::read(&stats).unwrap()).unwrap();
+    handler.finish_ok();
+    let json = read_json(&stats);
     assert_eq!(
         json["pages_prefetched"].as_u64(),
         Some(ws.len() as u64),
@@ -214,9 +211,8 @@ fn copy_all_installs_every_page_and_answers_faults_meanwhile() {
     }
     mem.check_against(&file, 2, &|_| false).unwrap();
     drop(conn);
-    let (status, out, err) = handler.finish();
-    assert_eq!(status.code(), Some(0), "{out}\n{err}");
-    let json: serde_json::Value = serde_json::from_slice(&std::fs::read(&stats).unwrap()).unwrap();
+    handler.finish_ok();
+    let json = read_json(&stats);
     // Each page filled once: by the copy, or by the one fault it answered.
     let prefetched = json["pages_prefetched"].as_u64().unwrap();
     let on_demand = json["pages_on_demand"].as_u64().unwrap();

@@ -15,10 +15,6 @@ use restore_support::*;
 
 const H: usize = HUGE_PAGE;
 
-fn stats_of(path: &std::path::Path) -> serde_json::Value {
-    serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
-}
-
 /// One page of each 2 MiB page of every hugepage region, then the rest,
 /// all byte-checked.
 #[test]
@@ -44,8 +40,7 @@ fn a_hugepage_region_is_served_every_byte_one_whole_page_per_fault() {
     let conn = mem.handoff(&handler.socket).unwrap();
     mem.check_against(&file, 3, &|_| false).unwrap();
     drop(conn);
-    let (status, out, err) = handler.finish();
-    assert_eq!(status.code(), Some(0), "{out}\n{err}");
+    let (_, err) = handler.finish_ok();
     // Fault-around has no meaning there: said once, not refused.
     assert_eq!(
         err.matches("--fault-around applies to the 4096-byte pages only")
@@ -53,7 +48,7 @@ fn a_hugepage_region_is_served_every_byte_one_whole_page_per_fault() {
         1,
         "{err}"
     );
-    let json = stats_of(&stats);
+    let json = read_json(&stats);
     assert_eq!(json["pages_copied"].as_u64(), Some(4), "{json}");
     assert_eq!(json["bytes_copied"].as_u64(), Some(4 * H as u64), "{json}");
     assert_eq!(json["pages_fault_around"].as_u64(), Some(0), "{json}");
@@ -98,9 +93,8 @@ fn a_discarded_hugepage_reads_zeros_whether_or_not_it_was_filled_before() {
     mem.discard(base + H, H).unwrap();
     mem.check_against(&file, 2, &zero).unwrap();
     drop(conn);
-    let (status, out, err) = handler.finish();
-    assert_eq!(status.code(), Some(0), "{out}\n{err}");
-    let json = stats_of(&stats);
+    handler.finish_ok();
+    let json = read_json(&stats);
     assert_eq!(json["pages_discarded"].as_u64(), Some(3), "{json}");
     assert_eq!(json["zero_pages"].as_u64(), Some(3), "{json}");
     assert_eq!(json["pages_copied"].as_u64(), Some(5), "{json}");
@@ -140,8 +134,7 @@ fn record_then_prefetch_works_in_2m_pages() {
         let conn = mem.handoff(&handler.socket).unwrap();
         touch_each(&mem, &file, 0, &HUGE_WS, H);
         drop(conn);
-        let (status, out, err) = handler.finish();
-        assert_eq!(status.code(), Some(0), "{out}\n{err}");
+        handler.finish_ok();
     }
     let recorded = Trace::read(&trace).unwrap();
     let want = Trace::from_offsets(H as u64, file.len() as u64, HUGE_WS.map(|p| (p * H) as u64));
@@ -179,9 +172,8 @@ fn record_then_prefetch_works_in_2m_pages() {
     );
     touch_each(&mem, &file, 0, &HUGE_WS, H);
     drop(conn);
-    let (status, out, err) = handler.finish();
-    assert_eq!(status.code(), Some(0), "{out}\n{err}");
-    let json = stats_of(&stats);
+    handler.finish_ok();
+    let json = read_json(&stats);
     assert_eq!(json["pages_prefetched"].as_u64(), Some(4), "{json}");
     assert_eq!(json["faults"].as_u64(), Some(0), "{json}");
     let _ = std::fs::remove_dir_all(dir);
@@ -228,10 +220,9 @@ fn mixed_4k_and_2m_regions_in_one_handshake_are_each_served_in_their_pages() {
         let zero = |a: usize| discarded.iter().any(|&(s, l)| a >= s && a < s + l);
         mem.check_against(&file, 2, &zero).unwrap();
         drop(conn);
-        let (status, out, err) = handler.finish();
-        assert_eq!(status.code(), Some(0), "{out}\n{err}");
+        handler.finish_ok();
     }
-    let json = stats_of(&stats);
+    let json = read_json(&stats);
     assert_eq!(json["pages_copied"].as_u64(), Some(4 + 64), "{json}");
     assert_eq!(
         json["bytes_copied"].as_u64(),
@@ -284,8 +275,7 @@ fn mixed_4k_and_2m_regions_in_one_handshake_are_each_served_in_their_pages() {
     }
     mem.check_against(&file, 2, &|_| false).unwrap();
     drop(conn);
-    let (status, out, err) = handler.finish();
-    assert_eq!(status.code(), Some(0), "{out}\n{err}");
+    handler.finish_ok();
     let _ = std::fs::remove_dir_all(dir);
 }
 
@@ -326,9 +316,8 @@ fn a_4k_trace_prefetches_the_2m_pages_holding_it_and_copy_all_copies_whole_pages
     }
     mem.check_against(&file, 2, &|_| false).unwrap();
     drop(conn);
-    let (status, out, err) = handler.finish();
-    assert_eq!(status.code(), Some(0), "{out}\n{err}");
-    assert_eq!(stats_of(&stats)["pages_prefetched"].as_u64(), Some(2));
+    handler.finish_ok();
+    assert_eq!(read_json(&stats)["pages_prefetched"].as_u64(), Some(2));
     drop(mem);
     drop(pool);
 
@@ -349,10 +338,9 @@ fn a_4k_trace_prefetches_the_2m_pages_holding_it_and_copy_all_copies_whole_pages
     wait_until("the copy installed every page", || resident(r.base, r.size));
     mem.check_against(&file, 2, &|_| false).unwrap();
     drop(conn);
-    let (status, out, err) = handler.finish();
-    assert_eq!(status.code(), Some(0), "{out}\n{err}");
+    handler.finish_ok();
+    let json = read_json(&stats);
     // Whole 2 MiB pages, each filled once: by the copy or by that fault.
-    let json = stats_of(&stats);
     let prefetched = json["pages_prefetched"].as_u64().unwrap();
     let on_demand = json["pages_on_demand"].as_u64().unwrap();
     assert_eq!(prefetched + on_demand, 4, "{json}");

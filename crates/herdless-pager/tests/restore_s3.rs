@@ -10,57 +10,39 @@
 //! appears in what it prints.
 
 mod restore_support;
+#[path = "common/s3.rs"]
+mod s3;
 
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, MutexGuard};
 
-use herdless_s3d::{Credentials, S3Server};
 use restore_support::*;
+use s3::{seeded_bytes, S3World};
 
 const SECRET: &str = "s3cr3t-of-the-restore-tests";
 const URL: &str = "s3://snaps/vm.mem";
 const CHUNK: usize = 64 << 10;
 
-/// The handler inherits the test's environment (the store's endpoint and
-/// credentials): one test at a time sets it.
-static ENV: Mutex<()> = Mutex::new(());
+/// The S3 server of one test, for the handler to restore from (it
+/// inherits the test's environment: the store's endpoint and credentials).
+struct World(S3World);
 
-struct World {
-    server: S3Server,
-    dir: PathBuf,
-    _env: MutexGuard<'static, ()>,
+impl std::ops::Deref for World {
+    type Target = S3World;
+    fn deref(&self) -> &S3World {
+        &self.0
+    }
 }
 
 impl World {
     /// An S3 server with bucket `snaps`, the environment pointing at it;
     /// `None` after printing why no server could start.
     fn new(name: &str) -> Option<World> {
-        let env = ENV.lock().unwrap_or_else(|p| p.into_inner());
-        let dir = test_dir(&format!("s3-{name}"));
-        std::fs::create_dir_all(dir.join("s3")).unwrap();
-        let server = match S3Server::start(dir.join("s3"), Credentials::new("AKRESTORE", SECRET)) {
-            Ok(s) => s,
-            Err(e) => {
-                skip::skip(format!("no S3 server could start here: {e}"));
-                return None;
-            }
-        };
-        server.create_bucket("snaps").unwrap();
-        for (k, v) in server.env() {
-            // SAFETY: every test of this binary that reads or changes the
-            // environment holds `ENV`, and no other thread of the process reads it.
-            unsafe { std::env::set_var(k, v) };
-        }
-        Some(World {
-            server,
-            dir,
-            _env: env,
-        })
+        S3World::start(test_dir(&format!("s3-{name}")), "AKRESTORE", SECRET).map(World)
     }
 
     /// Stores a memory object of `len` bytes; its bytes.
     fn put_memory(&self, len: usize, seed: u64) -> Vec<u8> {
-        let data = bytes(len, seed);
+        let data = seeded_bytes(len, seed);
         self.server.put("snaps", "vm.mem", data.clone()).unwrap();
         data
     }
@@ -75,27 +57,6 @@ impl World {
         all.extend_from_slice(args);
         start(&self.path(sock), Path::new(URL), &all)
     }
-}
-
-impl Drop for World {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
-
-/// Bytes that differ for every page and every seed, never zero.
-fn bytes(len: usize, seed: u64) -> Vec<u8> {
-    (0..len)
-        .map(|i| {
-            let x = (i as u64 ^ seed.wrapping_mul(0xD6E8_FEB8_6659_FD93))
-                .wrapping_mul(0x9E37_79B9_7F4A_7C15);
-            (x >> 29) as u8 | 1
-        })
-        .collect()
-}
-
-fn json(path: &Path) -> serde_json::Value {
-    serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
 }
 
 fn no_secret(texts: &[&str]) {
@@ -136,10 +97,9 @@ fn every_byte_of_an_s3_snapshot_is_served_and_its_discarded_ranges_read_zeros() 
     let zero = |a: usize| discarded.iter().any(|&(s, l)| a >= s && a < s + l);
     mem.check_against(&data, 3, &zero).unwrap();
     drop(conn);
-    let (status, out, err) = handler.finish();
-    assert_eq!(status.code(), Some(0), "{out}\n{err}");
+    let (out, err) = handler.finish_ok();
     assert!(out.contains("object: 10 fetches"), "{out}");
-    let j = json(&stats);
+    let j = read_json(&stats);
     assert_eq!(j["pages_copied"].as_u64(), Some(160), "{j}");
     assert_eq!(j["zero_pages"].as_u64(), Some(10), "{j}");
     assert_eq!(j["object"]["fetches"].as_u64(), Some(10), "{j}");
@@ -173,8 +133,7 @@ fn record_then_prefetch_through_s3_installs_the_working_set_before_it_is_touched
         assert!(buf == data[p * PAGE..(p + 1) * PAGE], "page {p}");
     }
     drop(conn);
-    let (status, out, err) = handler.finish();
-    assert_eq!(status.code(), Some(0), "{out}\n{err}");
+    handler.finish_ok();
     let stored = std::fs::read_to_string(w.server.root().join("snaps/ws.trace")).unwrap();
     let recorded = herdless_pager::restore::Trace::parse(&stored, Path::new(trace)).unwrap();
     assert_eq!(recorded.pages(), ws.len() as u64, "{stored}");
@@ -213,9 +172,8 @@ fn record_then_prefetch_through_s3_installs_the_working_set_before_it_is_touched
         "only the trace is installed"
     );
     drop(conn);
-    let (status, out, err) = handler.finish();
-    assert_eq!(status.code(), Some(0), "{out}\n{err}");
-    let j = json(&stats);
+    handler.finish_ok();
+    let j = read_json(&stats);
     assert_eq!(j["faults"].as_u64(), Some(0), "{j}");
     assert_eq!(j["pages_prefetched"].as_u64(), Some(ws.len() as u64), "{j}");
     // The trace's pages lie in chunks 0 and 1 (64 KiB = 16 pages): only
@@ -271,9 +229,8 @@ fn four_restores_at_once_fetch_each_chunk_once_through_the_host_cache() {
     let chunks = (len / CHUNK) as u64;
     let (mut fetched, mut host) = (0, 0);
     for (i, h) in handlers.into_iter().enumerate() {
-        let (status, out, err) = h.finish();
-        assert_eq!(status.code(), Some(0), "{out}\n{err}");
-        let j = json(&w.path(&format!("stats{i}.json")));
+        h.finish_ok();
+        let j = read_json(&w.path(&format!("stats{i}.json")));
         let (f, hh) = (
             j["object"]["fetches"].as_u64().unwrap(),
             j["object"]["host_hits"].as_u64().unwrap(),
@@ -338,7 +295,7 @@ fn a_failing_get_is_retried_and_one_that_keeps_failing_poisons_its_pages() {
         "served, some pages poisoned: {out}\n{err}"
     );
     assert!(err.contains("chunk 6 of s3://snaps/vm.mem"), "{err}");
-    let j = json(&stats);
+    let j = read_json(&stats);
     assert_eq!(j["object"]["fetch_retries"].as_u64(), Some(2 + 4), "{j}");
     assert_eq!(j["object"]["chunks_failed"].as_u64(), Some(1), "{j}");
     no_secret(&[&out, &err, &j.to_string()]);
@@ -378,8 +335,7 @@ fn a_slow_get_holds_only_the_faults_on_its_own_chunk() {
         assert!(got == data[2 * PAGE..3 * PAGE]);
     });
     drop(conn);
-    let (status, out, err) = handler.finish();
-    assert_eq!(status.code(), Some(0), "{out}\n{err}");
+    handler.finish_ok();
 }
 
 #[test]
@@ -398,7 +354,9 @@ fn an_object_replaced_mid_restore_is_never_mixed_in() {
     let mut buf = vec![0u8; PAGE];
     mem.read(base, &mut buf).unwrap();
     assert!(buf == data[..PAGE]);
-    w.server.put("snaps", "vm.mem", bytes(len, 7)).unwrap();
+    w.server
+        .put("snaps", "vm.mem", seeded_bytes(len, 7))
+        .unwrap();
     // Chunk 2 was never read: it would be the new object's. Poisoned.
     match mem.kernel_read(base + 2 * CHUNK, PAGE) {
         Err(e) => assert_eq!(e.raw_os_error(), Some(libc::EFAULT), "{e}"),

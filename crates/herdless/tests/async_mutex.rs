@@ -14,13 +14,14 @@
 mod async_common;
 
 use std::pin::pin;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::task::Poll;
 use std::thread;
 use std::time::Duration;
 
-use async_common::{counting_waker, poll_once, wait_until};
+use async_common::{
+    counting_waker, guard_held_across_an_await, poll_once, runtime, tasks_and_threads, wait_until,
+};
 use herdless::*;
 
 #[test]
@@ -44,32 +45,22 @@ fn a_task_queued_behind_a_thread_holder_is_woken_by_its_unlock() {
 #[test]
 fn a_thread_waits_for_a_guard_a_task_holds_across_an_await() {
     let m = Arc::new(Mutex::new(Vec::new()));
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
-    let (held_tx, held_rx) = std::sync::mpsc::channel();
-    let (go_tx, go_rx) = tokio::sync::oneshot::channel::<()>();
-    let task = rt.spawn({
-        let m = m.clone();
-        async move {
-            let mut guard = m.lock_async().await;
-            guard.push("task");
-            held_tx.send(()).unwrap();
-            go_rx.await.unwrap(); // the guard is held across this await
-            guard.push("task again");
-        }
-    });
-    held_rx.recv().unwrap();
-    let thread = thread::spawn({
-        let m = m.clone();
-        move || m.lock().push("thread")
-    });
-    wait_until("the thread sleeps on the mutex", || m.waiters() == 1);
-    go_tx.send(()).unwrap();
-    rt.block_on(task).unwrap();
-    thread.join().unwrap();
+    guard_held_across_an_await(
+        |gate| {
+            let m = m.clone();
+            async move {
+                let mut guard = m.lock_async().await;
+                guard.push("task");
+                gate.hold().await; // the guard is held across this await
+                guard.push("task again");
+            }
+        },
+        {
+            let m = m.clone();
+            move || m.lock().push("thread")
+        },
+        || m.waiters() == 1,
+    );
     assert_eq!(*m.lock(), ["task", "task again", "thread"]);
 }
 
@@ -334,10 +325,7 @@ fn a_task_waits_for_a_condition_under_the_mutex_with_wait_unlocked_async() {
         jobs: Mutex::new(Vec::new()),
         posted: WaitQueue::new(),
     });
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .build()
-        .unwrap();
+    let rt = runtime();
     const JOBS: u32 = 200;
     let consumer = rt.spawn({
         let shared = shared.clone();
@@ -365,33 +353,25 @@ fn a_task_waits_for_a_condition_under_the_mutex_with_wait_unlocked_async() {
 #[cfg_attr(miri, ignore = "2,400 lock rounds on a runtime: hours under Miri")]
 fn tasks_and_threads_with_cancellations_count_exactly_on_a_multi_threaded_runtime() {
     let m = Arc::new(Mutex::new(0u64));
-    let cancelled = Arc::new(AtomicUsize::new(0));
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
     const TASKS: u64 = 8;
     const THREADS: u64 = 2;
     const ROUNDS: u64 = 300;
-    let tasks: Vec<_> = (0..TASKS)
-        .map(|i| {
+    tasks_and_threads(
+        (TASKS, THREADS, ROUNDS),
+        {
             let m = m.clone();
-            let cancelled = cancelled.clone();
-            rt.spawn(async move {
-                let mut done = 0;
-                while done < ROUNDS {
+            move |i| {
+                let m = m.clone();
+                async move {
                     if i % 2 == 0 {
                         // Some tries time out: cancellations at every stage.
                         let lock = m.lock_async();
                         match tokio::time::timeout(Duration::from_micros(50), lock).await {
                             Ok(mut g) => {
                                 *g += 1;
-                                done += 1;
+                                true
                             }
-                            Err(_) => {
-                                cancelled.fetch_add(1, Ordering::Relaxed);
-                            }
+                            Err(_) => false,
                         }
                     } else {
                         let mut g = m.lock_async().await;
@@ -399,36 +379,24 @@ fn tasks_and_threads_with_cancellations_count_exactly_on_a_multi_threaded_runtim
                         tokio::task::yield_now().await; // held across an await
                         assert_eq!(*g, seen, "nobody else got in");
                         *g += 1;
-                        done += 1;
+                        true
                     }
-                    tokio::task::yield_now().await;
                 }
-            })
-        })
-        .collect();
-    let threads: Vec<_> = (0..THREADS)
-        .map(|i| {
+            }
+        },
+        {
             let m = m.clone();
-            thread::spawn(move || {
-                for r in 0..ROUNDS {
-                    let mut g = m.lock();
-                    *g += 1;
-                    if (r + i) % 7 == 0 {
-                        MutexGuard::unlock_fair(g);
-                    }
+            move |i, r| {
+                let mut g = m.lock();
+                *g += 1;
+                if (r + i) % 7 == 0 {
+                    MutexGuard::unlock_fair(g);
                 }
-            })
-        })
-        .collect();
-    for t in tasks {
-        rt.block_on(t).unwrap();
-    }
-    for t in threads {
-        t.join().unwrap();
-    }
+            }
+        },
+    );
     assert_eq!(*m.lock(), (TASKS + THREADS) * ROUNDS);
     assert_eq!(m.waiters(), 0, "no record left behind");
-    eprintln!("   {} cancelled waits", cancelled.load(Ordering::Relaxed));
 }
 
 #[test]

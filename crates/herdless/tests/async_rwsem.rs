@@ -11,13 +11,14 @@
 mod async_common;
 
 use std::pin::pin;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::task::Poll;
 use std::thread;
 use std::time::Duration;
 
-use async_common::{counting_waker, poll_once, wait_until};
+use async_common::{
+    counting_waker, guard_held_across_an_await, poll_once, tasks_and_threads, wait_until,
+};
 use herdless::variants::RwSemConfig;
 use herdless::*;
 
@@ -52,32 +53,22 @@ fn a_task_queued_behind_a_thread_writer_is_granted_by_its_release() {
 fn a_thread_waits_for_a_write_guard_a_task_holds_across_an_await() {
     each_config(|config| {
         let sem = Arc::new(RwSem::with_config(config, Vec::new()));
-        let rt = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .enable_all()
-            .build()
-            .unwrap();
-        let (held_tx, held_rx) = std::sync::mpsc::channel();
-        let (go_tx, go_rx) = tokio::sync::oneshot::channel::<()>();
-        let task = rt.spawn({
-            let sem = sem.clone();
-            async move {
-                let mut guard = sem.write_async().await;
-                guard.push("task");
-                held_tx.send(()).unwrap();
-                go_rx.await.unwrap(); // the guard is held across this await
-                guard.push("task again");
-            }
-        });
-        held_rx.recv().unwrap();
-        let thread = thread::spawn({
-            let sem = sem.clone();
-            move || sem.write().push("thread")
-        });
-        wait_until("the thread waits", || sem.waiters() == 1);
-        go_tx.send(()).unwrap();
-        rt.block_on(task).unwrap();
-        thread.join().unwrap();
+        guard_held_across_an_await(
+            |gate| {
+                let sem = sem.clone();
+                async move {
+                    let mut guard = sem.write_async().await;
+                    guard.push("task");
+                    gate.hold().await; // the guard is held across this await
+                    guard.push("task again");
+                }
+            },
+            {
+                let sem = sem.clone();
+                move || sem.write().push("thread")
+            },
+            || sem.waiters() == 1,
+        );
         assert_eq!(*sem.read(), ["task", "task again", "thread"]);
     });
 }
@@ -297,33 +288,25 @@ fn upgradable_read_async_shares_with_readers_and_excludes_another_upgradable() {
 fn tasks_and_threads_with_cancellations_count_exactly_on_a_multi_threaded_runtime() {
     each_config(|config| {
         let sem = Arc::new(RwSem::with_config(config, 0u64));
-        let cancelled = Arc::new(AtomicUsize::new(0));
-        let rt = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .enable_all()
-            .build()
-            .unwrap();
         const TASKS: u64 = 8;
         const THREADS: u64 = 2;
         const ROUNDS: u64 = 300;
-        let tasks: Vec<_> = (0..TASKS)
-            .map(|i| {
+        tasks_and_threads(
+            (TASKS, THREADS, ROUNDS),
+            {
                 let sem = sem.clone();
-                let cancelled = cancelled.clone();
-                rt.spawn(async move {
-                    let mut done = 0;
-                    while done < ROUNDS {
+                move |i| {
+                    let sem = sem.clone();
+                    async move {
                         if i % 2 == 0 {
                             // Some tries time out: cancellations at every stage.
                             let lock = sem.write_async();
                             match tokio::time::timeout(Duration::from_micros(50), lock).await {
                                 Ok(mut g) => {
                                     *g += 1;
-                                    done += 1;
+                                    true
                                 }
-                                Err(_) => {
-                                    cancelled.fetch_add(1, Ordering::Relaxed);
-                                }
+                                Err(_) => false,
                             }
                         } else {
                             let r = sem.read_async().await;
@@ -332,33 +315,21 @@ fn tasks_and_threads_with_cancellations_count_exactly_on_a_multi_threaded_runtim
                             let mut g = sem.write_async().await;
                             assert!(*g >= seen);
                             *g += 1;
-                            done += 1;
+                            true
                         }
-                        tokio::task::yield_now().await;
                     }
-                })
-            })
-            .collect();
-        let threads: Vec<_> = (0..THREADS)
-            .map(|_| {
+                }
+            },
+            {
                 let sem = sem.clone();
-                thread::spawn(move || {
-                    for _ in 0..ROUNDS {
-                        *sem.write() += 1;
-                        let _ = *sem.read();
-                    }
-                })
-            })
-            .collect();
-        for t in tasks {
-            rt.block_on(t).unwrap();
-        }
-        for t in threads {
-            t.join().unwrap();
-        }
+                move |_, _| {
+                    *sem.write() += 1;
+                    let _ = *sem.read();
+                }
+            },
+        );
         assert_eq!(*sem.read(), (TASKS + THREADS) * ROUNDS);
         assert_eq!(sem.waiters(), 0, "no record left behind");
-        eprintln!("   {} cancelled waits", cancelled.load(Ordering::Relaxed));
     });
 }
 

@@ -17,7 +17,7 @@ use std::task::Poll;
 use std::thread;
 use std::time::Duration;
 
-use async_common::{counting_waker, poll_once, wait_until};
+use async_common::{counting_waker, poll_once, runtime, wait_until};
 use herdless::channel::RecvError;
 use herdless::poll::{EventFd, EventPoll, Readiness, Trigger};
 use herdless::variants::WakeMode;
@@ -194,11 +194,7 @@ fn wait_event_async_is_woken_by_every_wake_and_rechecks() {
 fn channel_tasks_and_threads_each_item_delivered_once_despite_cancellations() {
     for mode in [WakeMode::Exclusive, WakeMode::WakeAll] {
         let ch = Arc::new(Channel::with_mode(mode));
-        let rt = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .enable_all()
-            .build()
-            .unwrap();
+        let rt = runtime();
         const ITEMS: u64 = 4000;
         let got = Arc::new(Mutex::new(Vec::new()));
         let tasks: Vec<_> = (0..6)
@@ -320,10 +316,7 @@ fn wait_unlocked_async_never_misses_a_notify_between_unlock_and_wait() {
         jobs: RwSem::new((Vec::new(), false)),
         posted: WaitQueue::new(),
     });
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .build()
-        .unwrap();
+    let rt = runtime();
     let consumers: Vec<_> = (0..4)
         .map(|_| {
             let shared = shared.clone();

@@ -11,13 +11,13 @@
 
 mod loom_common;
 
-use std::pin::pin;
-
 use loom::sync::atomic::{AtomicUsize, Ordering};
 use loom::sync::Arc;
 use loom::thread;
 
-use loom_common::{block_on, model, poll_once, task_waker};
+use loom_common::{
+    model, poll_once, run_task, run_task_with_a_new_waker_after_one_poll, task_waker,
+};
 
 use herdless::rwsem::RawRwSem;
 use herdless::variants::{Counting, RwSemConfig, WakeTiming};
@@ -42,12 +42,7 @@ fn a_task_waker_updated_while_granted_is_never_lost() {
             let task = thread::spawn({
                 let sem = sem.clone();
                 move || {
-                    let (_, old) = task_waker();
-                    let (wake, new) = task_waker();
-                    let mut fut = pin!(sem.write_async());
-                    if poll_once(fut.as_mut(), &old).is_pending() {
-                        block_on(fut, &wake, &new);
-                    }
+                    run_task_with_a_new_waker_after_one_poll(sem.write_async());
                     // SAFETY: the future returned: we hold the write lock.
                     unsafe { sem.write_unlock() };
                 }
@@ -108,8 +103,7 @@ fn a_reader_batch_of_a_thread_and_a_task_is_granted_by_one_release() {
             let task = thread::spawn({
                 let sem = sem.clone();
                 move || {
-                    let (wake, waker) = task_waker();
-                    block_on(pin!(sem.read_async()), &wake, &waker);
+                    run_task(sem.read_async());
                     // SAFETY: the future returned: we hold a read lock.
                     unsafe { sem.read_unlock() };
                 }
@@ -234,12 +228,9 @@ fn a_wait_queue_task_waker_updated_while_chosen_is_never_lost() {
         let task = thread::spawn({
             let (q, items) = (q.clone(), items.clone());
             move || {
-                let (_, old) = task_waker();
-                let (wake, new) = task_waker();
-                let mut fut = pin!(q.wait_event_exclusive_async(|| items.take()));
-                if poll_once(fut.as_mut(), &old).is_pending() {
-                    block_on(fut, &wake, &new);
-                }
+                run_task_with_a_new_waker_after_one_poll(
+                    q.wait_event_exclusive_async(|| items.take()),
+                );
             }
         });
         items.0.fetch_add(1, Ordering::Relaxed);

@@ -20,17 +20,12 @@ use loom::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use loom::sync::Arc;
 use loom::thread;
 
-use loom_common::{block_on, model, poll_once, task_waker};
+use loom_common::{
+    block_on, bump_and_release, lock_bump_and_release, model, poll_once, run_task,
+    run_task_with_a_new_waker_after_one_poll, task_waker,
+};
 
 use herdless::{FutexTable, RawMutex};
-
-/// Takes `m` (already locked by the caller), bumps `count`, releases.
-fn bump(m: &RawMutex, count: &AtomicU32) {
-    let n = count.load(Ordering::Relaxed);
-    count.store(n + 1, Ordering::Relaxed);
-    // SAFETY: the caller holds `m`.
-    unsafe { m.release() };
-}
 
 /// A thread and a task contend for a mutex the main thread holds: each
 /// takes it once; the unlocks wake one sleeper per hand-off whichever of
@@ -46,21 +41,19 @@ fn a_thread_and_a_task_contending_never_lose_a_wakeup() {
             let shared = shared.clone();
             move || {
                 let (m, count) = &*shared;
-                let (wake, waker) = task_waker();
-                block_on(pin!(m.lock_async()), &wake, &waker);
-                bump(m, count);
+                run_task(m.lock_async());
+                bump_and_release(m, count, false);
             }
         });
         let other = thread::spawn({
             let shared = shared.clone();
             move || {
                 let (m, count) = &*shared;
-                m.acquire();
-                bump(m, count);
+                lock_bump_and_release(m, count, false);
             }
         });
         let (m, count) = &*shared;
-        bump(m, count);
+        bump_and_release(m, count, false);
         task.join().unwrap();
         other.join().unwrap();
         assert_eq!(count.load(Ordering::Relaxed), 3);
@@ -77,31 +70,7 @@ fn a_thread_and_a_task_contending_never_lose_a_wakeup() {
 /// won (no `give_up_waking`) deadlocks the thread.
 #[test]
 fn a_woken_task_future_dropped_passes_waking_on() {
-    model(2, || {
-        let m = Arc::new(RawMutex::new());
-        m.acquire();
-        let (_, waker) = task_waker();
-        let mut fut = Box::pin(m.lock_async());
-        assert!(poll_once(fut.as_mut(), &waker).is_pending());
-        let sleeper = thread::spawn({
-            let m = m.clone();
-            move || {
-                m.acquire();
-                // SAFETY: taken just above.
-                unsafe { m.release() };
-            }
-        });
-        let unlocker = thread::spawn({
-            let m = m.clone();
-            // SAFETY: the hold taken above; holds belong to no thread.
-            move || unsafe { m.release() }
-        });
-        drop(fut);
-        unlocker.join().unwrap();
-        sleeper.join().unwrap();
-        assert!(!m.is_held());
-        assert_eq!(FutexTable::global().total_waiters(), 0);
-    });
+    model(2, || head_task_future_dropped_while_unlocked(false));
 }
 
 /// A fair unlock hands the lock, still held, to the task future at the
@@ -112,31 +81,42 @@ fn a_woken_task_future_dropped_passes_waking_on() {
 /// thread.
 #[test]
 fn a_handoff_to_a_dropped_task_future_releases_the_lock_to_the_next_waiter() {
-    model(2, || {
-        let m = Arc::new(RawMutex::new());
-        m.acquire();
-        let (_, waker) = task_waker();
-        let mut fut = Box::pin(m.lock_async());
-        assert!(poll_once(fut.as_mut(), &waker).is_pending());
-        let sleeper = thread::spawn({
-            let m = m.clone();
-            move || {
-                m.acquire();
-                // SAFETY: taken just above.
-                unsafe { m.release() };
-            }
-        });
-        let unlocker = thread::spawn({
-            let m = m.clone();
-            // SAFETY: the hold taken above; holds belong to no thread.
-            move || unsafe { m.release_fair() }
-        });
-        drop(fut);
-        unlocker.join().unwrap();
-        sleeper.join().unwrap();
-        assert!(!m.is_held());
-        assert_eq!(FutexTable::global().total_waiters(), 0);
+    model(2, || head_task_future_dropped_while_unlocked(true));
+}
+
+/// The two models above: a task future queued at the head of a held
+/// mutex, a thread asleep behind it, and the future dropped while another
+/// thread unlocks (fairly if `fair`).
+fn head_task_future_dropped_while_unlocked(fair: bool) {
+    let m = Arc::new(RawMutex::new());
+    m.acquire();
+    let (_, waker) = task_waker();
+    let mut fut = Box::pin(m.lock_async());
+    assert!(poll_once(fut.as_mut(), &waker).is_pending());
+    let sleeper = thread::spawn({
+        let m = m.clone();
+        move || {
+            m.acquire();
+            // SAFETY: taken just above.
+            unsafe { m.release() };
+        }
     });
+    let unlocker = thread::spawn({
+        let m = m.clone();
+        // SAFETY: the hold taken above; holds belong to no thread.
+        move || unsafe {
+            if fair {
+                m.release_fair();
+            } else {
+                m.release();
+            }
+        }
+    });
+    drop(fut);
+    unlocker.join().unwrap();
+    sleeper.join().unwrap();
+    assert!(!m.is_held());
+    assert_eq!(FutexTable::global().total_waiters(), 0);
 }
 
 /// The task re-polls with a new waker while the unlock wakes it: the wake
@@ -153,12 +133,7 @@ fn a_task_waker_updated_while_the_unlock_wakes_it_is_never_lost() {
             let task = thread::spawn({
                 let m = m.clone();
                 move || {
-                    let (_, old) = task_waker();
-                    let (wake, new) = task_waker();
-                    let mut fut = pin!(m.lock_async());
-                    if poll_once(fut.as_mut(), &old).is_pending() {
-                        block_on(fut, &wake, &new);
-                    }
+                    run_task_with_a_new_waker_after_one_poll(m.lock_async());
                     // SAFETY: the future returned: we hold the lock.
                     unsafe { m.release() };
                 }

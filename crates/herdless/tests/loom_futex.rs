@@ -5,6 +5,8 @@
 //! up as a loom deadlock report.
 #![cfg(loom)]
 
+mod loom_common;
+
 use loom::sync::atomic::{AtomicU32, Ordering};
 use loom::sync::Arc;
 use loom::thread;
@@ -12,12 +14,7 @@ use loom::thread;
 use herdless::futex::{WaitError, Woken};
 use herdless::variants::WakePolicy;
 use herdless::{FutexTable, RawCondvar, RawMutex};
-
-fn model(bound: usize, f: impl Fn() + Sync + Send + 'static) {
-    let mut builder = loom::model::Builder::new();
-    builder.preemption_bound = Some(bound);
-    builder.check(f);
-}
+use loom_common::{lock_bump_and_release, model};
 
 /// Seed 004's litmus test: a waiter (waiters++; fence; read word) and a
 /// waker (write word; fence; read waiters) can never both miss each other.
@@ -303,19 +300,11 @@ fn fair_unlock_hands_over_without_losing_the_lock() {
             let shared = shared.clone();
             thread::spawn(move || {
                 let (m, count) = &*shared;
-                m.acquire();
-                let n = count.load(Ordering::Relaxed);
-                count.store(n + 1, Ordering::Relaxed);
-                // SAFETY: we hold `m`.
-                unsafe { m.release_fair() };
+                lock_bump_and_release(m, count, true);
             })
         };
         let (m, count) = &*shared;
-        m.acquire();
-        let n = count.load(Ordering::Relaxed);
-        count.store(n + 1, Ordering::Relaxed);
-        // SAFETY: we hold `m`.
-        unsafe { m.release_fair() };
+        lock_bump_and_release(m, count, true);
         other.join().unwrap();
         assert_eq!(count.load(Ordering::Relaxed), 2, "no increment lost");
         assert!(!m.is_held());
@@ -335,20 +324,12 @@ fn parked_bit_never_strands_a_sleeper() {
                 let shared = shared.clone();
                 thread::spawn(move || {
                     let (m, count) = &*shared;
-                    m.acquire();
-                    let n = count.load(Ordering::Relaxed);
-                    count.store(n + 1, Ordering::Relaxed);
-                    // SAFETY: we hold `m`.
-                    unsafe { m.release() };
+                    lock_bump_and_release(m, count, false);
                 })
             })
             .collect();
         let (m, count) = &*shared;
-        m.acquire();
-        let n = count.load(Ordering::Relaxed);
-        count.store(n + 1, Ordering::Relaxed);
-        // SAFETY: we hold `m`.
-        unsafe { m.release() };
+        lock_bump_and_release(m, count, false);
         for t in threads {
             t.join().unwrap();
         }
@@ -447,21 +428,13 @@ fn woken_thread_that_loses_the_race_is_woken_again() {
                 let shared = shared.clone();
                 thread::spawn(move || {
                     let (m, count) = &*shared;
-                    m.acquire();
-                    let n = count.load(Ordering::Relaxed);
-                    count.store(n + 1, Ordering::Relaxed);
-                    // SAFETY: we hold `m`.
-                    unsafe { m.release() };
+                    lock_bump_and_release(m, count, false);
                 })
             })
             .collect();
         let (m, count) = &*shared;
         for _ in 0..2 {
-            m.acquire();
-            let n = count.load(Ordering::Relaxed);
-            count.store(n + 1, Ordering::Relaxed);
-            // SAFETY: we hold `m`.
-            unsafe { m.release() };
+            lock_bump_and_release(m, count, false);
         }
         for t in threads {
             t.join().unwrap();
@@ -485,20 +458,12 @@ fn fair_unlock_beside_an_awake_woken_thread_strands_nobody() {
                 let shared = shared.clone();
                 thread::spawn(move || {
                     let (m, count) = &*shared;
-                    m.acquire();
-                    let n = count.load(Ordering::Relaxed);
-                    count.store(n + 1, Ordering::Relaxed);
-                    // SAFETY: we hold `m`.
-                    unsafe { m.release_fair() };
+                    lock_bump_and_release(m, count, true);
                 })
             })
             .collect();
         let (m, count) = &*shared;
-        m.acquire();
-        let n = count.load(Ordering::Relaxed);
-        count.store(n + 1, Ordering::Relaxed);
-        // SAFETY: we hold `m`.
-        unsafe { m.release() };
+        lock_bump_and_release(m, count, false);
         for t in threads {
             t.join().unwrap();
         }
@@ -526,20 +491,12 @@ fn woken_thread_that_asks_is_given_the_lock() {
             let shared = shared.clone();
             thread::spawn(move || {
                 let (m, count) = &*shared;
-                m.acquire();
-                let n = count.load(Ordering::Relaxed);
-                count.store(n + 1, Ordering::Relaxed);
-                // SAFETY: we hold `m`.
-                unsafe { m.release() };
+                lock_bump_and_release(m, count, false);
             })
         };
         let (m, count) = &*shared;
         for _ in 0..4 {
-            m.acquire();
-            let n = count.load(Ordering::Relaxed);
-            count.store(n + 1, Ordering::Relaxed);
-            // SAFETY: we hold `m`.
-            unsafe { m.release() };
+            lock_bump_and_release(m, count, false);
         }
         sleeper.join().unwrap();
         assert_eq!(count.load(Ordering::Relaxed), 5);

@@ -8,6 +8,8 @@
 //! timeout anywhere after the waiter has queued itself.
 #![cfg(loom)]
 
+mod loom_common;
+
 use std::time::Duration;
 
 use loom::sync::Arc;
@@ -15,14 +17,9 @@ use loom::thread;
 
 use herdless::poll::{Event, EventFd, EventPoll, Pollable, Readiness, Trigger};
 use herdless::variants::ReadyListKind;
+use loom_common::model;
 
 const R: Readiness = Readiness::READABLE;
-
-fn model(bound: usize, f: impl Fn() + Sync + Send + 'static) {
-    let mut builder = loom::model::Builder::new();
-    builder.preemption_bound = Some(bound);
-    builder.check(f);
-}
 
 fn tokens(events: &[Event]) -> Vec<u64> {
     events.iter().map(|e| e.token).collect()

@@ -7,6 +7,8 @@
 //! after the waiter has queued itself.
 #![cfg(loom)]
 
+mod loom_common;
+
 use std::time::Duration;
 
 use loom::sync::atomic::{AtomicUsize, Ordering};
@@ -16,12 +18,7 @@ use loom::thread;
 use herdless::channel::{Channel, RecvError};
 use herdless::variants::WakeMode;
 use herdless::wait_queue::{Attempt, TimedOut, WaitQueue};
-
-fn model(bound: usize, f: impl Fn() + Sync + Send + 'static) {
-    let mut builder = loom::model::Builder::new();
-    builder.preemption_bound = Some(bound);
-    builder.check(f);
-}
+use loom_common::model;
 
 /// Items consumed by exclusive waiters. The counter is read with a plain
 /// Relaxed load before the CAS, so a waiter that is not ordered after the

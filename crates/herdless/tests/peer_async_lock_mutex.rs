@@ -6,8 +6,9 @@
 //! never blocks on an unbounded channel; `recv_async` by `recv`),
 //! `future::block_on` by `futures::executor::block_on`, the
 //! `check_yields_when_contended` helper (upstream `tests/common`) by the
-//! same steps with a counting waker. The `_arc` tests are not ported:
-//! herdless has borrowed guards only (docs/PEER_SUITES.md).
+//! same steps with a counting waker (`async_common::peer`, shared with
+//! the rwlock port). The `_arc` tests are not ported: herdless has
+//! borrowed guards only (docs/PEER_SUITES.md).
 #![cfg(not(loom))]
 // clippy's `await_holding_lock` takes every `lock_api` guard for a blocking
 // one; herdless's mutex guard is made to live across `.await`
@@ -16,27 +17,12 @@
 
 mod async_common;
 
-use std::future::Future;
-use std::pin::pin;
 use std::sync::{mpsc, Arc};
-use std::task::Context;
 use std::thread;
 
-use async_common::counting_waker;
+use async_common::check_yields_when_contended;
 use futures::executor::block_on;
 use herdless::*;
-
-/// Upstream's `check_yields_when_contended` (tests/common): the future is
-/// pending while the guard is held, woken when it is dropped, then ready.
-fn check_yields_when_contended<G>(contending_guard: G, acquire_future: impl Future) {
-    let (counter, waker) = counting_waker();
-    let mut cx = Context::from_waker(&waker);
-    let mut acquire_future = pin!(acquire_future);
-    assert!(acquire_future.as_mut().poll(&mut cx).is_pending());
-    drop(contending_guard);
-    assert!(counter.wakes() > 0);
-    assert!(acquire_future.poll(&mut cx).is_ready());
-}
 
 #[test]
 fn smoke() {

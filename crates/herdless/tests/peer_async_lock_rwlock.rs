@@ -6,7 +6,8 @@
 //! equivalents without their crates: `spawn` runs the future on its own
 //! thread with `block_on` and hands the result back over a std channel
 //! (upstream: flume), `fastrand` is a small xorshift, `future::or` is
-//! `futures::future::select`. The `_arc` variants are not ported: herdless
+//! `futures::future::select`; upstream's `check_yields_when_contended`
+//! is `async_common::peer`'s (shared with the mutex port). The `_arc` variants are not ported: herdless
 //! has borrowed guards only (docs/PEER_SUITES.md).
 #![cfg(not(loom))]
 // clippy's `await_holding_lock` takes every `lock_api` guard for a blocking
@@ -17,13 +18,12 @@
 mod async_common;
 
 use std::future::Future;
-use std::pin::pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc};
-use std::task::{Context, Poll};
+use std::task::Poll;
 use std::thread;
 
-use async_common::counting_waker;
+use async_common::check_yields_when_contended;
 use futures::executor::block_on;
 use herdless::*;
 
@@ -59,18 +59,6 @@ fn rand_below(state: &mut u32, n: u32) -> u32 {
     *state ^= *state >> 17;
     *state ^= *state << 5;
     *state % n
-}
-
-/// Upstream's `check_yields_when_contended` (tests/common): the future is
-/// pending while the guard is held, woken when it is dropped, then ready.
-fn check_yields_when_contended<G>(contending_guard: G, acquire_future: impl Future) {
-    let (counter, waker) = counting_waker();
-    let mut cx = Context::from_waker(&waker);
-    let mut acquire_future = pin!(acquire_future);
-    assert!(acquire_future.as_mut().poll(&mut cx).is_pending());
-    drop(contending_guard);
-    assert!(counter.wakes() > 0);
-    assert!(acquire_future.poll(&mut cx).is_ready());
 }
 
 #[test]

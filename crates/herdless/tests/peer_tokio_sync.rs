@@ -22,30 +22,15 @@
 // `.await` (RwSemAsyncExt's docs).
 #![allow(clippy::await_holding_lock)]
 
+#[macro_use]
 mod async_common;
 
 use std::future::Future;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::task::Poll;
 
 use async_common::spawn;
 use herdless::*;
-
-macro_rules! assert_ready {
-    ($e:expr) => {
-        match $e {
-            Poll::Ready(v) => v,
-            Poll::Pending => panic!("pending"),
-        }
-    };
-}
-
-macro_rules! assert_pending {
-    ($e:expr) => {
-        assert!($e.is_pending(), "ready")
-    };
-}
 
 // ---------------------------------------------------------------- RwLock
 

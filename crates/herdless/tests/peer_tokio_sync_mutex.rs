@@ -14,29 +14,14 @@
 // (MutexAsyncExt's docs).
 #![allow(clippy::await_holding_lock)]
 
+#[macro_use]
 mod async_common;
 
 use std::sync::Arc;
-use std::task::Poll;
 
 use async_common::spawn;
 use futures::FutureExt;
 use herdless::*;
-
-macro_rules! assert_ready {
-    ($e:expr) => {
-        match $e {
-            Poll::Ready(v) => v,
-            Poll::Pending => panic!("pending"),
-        }
-    };
-}
-
-macro_rules! assert_pending {
-    ($e:expr) => {
-        assert!($e.is_pending(), "ready")
-    };
-}
 
 #[test]
 fn straight_execution() {

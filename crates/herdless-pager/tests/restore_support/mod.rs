@@ -210,10 +210,23 @@ impl Handler {
         (status, out, self.log())
     }
 
+    /// [`finish`](Self::finish), asserting it exited 0 (its output and log
+    /// in the failure message); returns standard output and error.
+    pub fn finish_ok(self) -> (String, String) {
+        let (status, out, err) = self.finish();
+        assert_eq!(status.code(), Some(0), "{out}\n{err}");
+        (out, err)
+    }
+
     /// The log so far.
     pub fn log(&self) -> String {
         self.log.lock().unwrap().join("\n")
     }
+}
+
+/// The JSON document in `path` (a `--stats-json` figures file).
+pub fn read_json(path: &Path) -> serde_json::Value {
+    serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
 }
 
 /// Whether every page of `[addr, addr + len)` is resident (installed by

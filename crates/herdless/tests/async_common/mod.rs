@@ -1,7 +1,18 @@
 //! Hand-driven futures for the async scenario tests: a waker that counts
 //! its wakes, and one poll at a time, so a test decides exactly when each
-//! future runs (no runtime, no timing).
-#![allow(dead_code)]
+//! future runs (no runtime, no timing); the tokio runtime plumbing of the
+//! tests that do run tasks (`runtime`); the upstream helpers the peer
+//! ports share (`peer`). Include it with `#[macro_use] mod async_common;`
+//! for the peer macros.
+// Each test binary uses some of these helpers.
+#![allow(dead_code, unused_macros, unused_imports)]
+
+#[macro_use]
+mod peer;
+mod runtime;
+
+pub use peer::check_yields_when_contended;
+pub use runtime::{guard_held_across_an_await, runtime, tasks_and_threads, Gate};
 
 use std::future::Future;
 use std::pin::Pin;

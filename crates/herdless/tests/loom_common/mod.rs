@@ -1,12 +1,18 @@
-//! Tasks under loom, for the async models: a "task" is a loom thread that
-//! polls a future by hand with wakers that signal a loom `Notify`, so loom
-//! explores every interleaving of the poll, the waker update and the
-//! grant. A lost wakeup shows up as a loom deadlock report (every thread
-//! blocked).
-#![allow(dead_code)]
+//! Shared pieces of the loom models: the bounded `model` runner; tasks
+//! for the async models (a "task" is a loom thread that polls a future by
+//! hand with wakers that signal a loom `Notify`, so loom explores every
+//! interleaving of the poll, the waker update and the grant; a lost wakeup
+//! shows up as a loom deadlock report, every thread blocked); and the
+//! counted critical section of the mutex models (`counted`).
+// Each model binary uses some of these helpers.
+#![allow(dead_code, unused_imports)]
+
+mod counted;
+
+pub use counted::{bump_and_release, lock_bump_and_release};
 
 use std::future::Future;
-use std::pin::Pin;
+use std::pin::{pin, Pin};
 use std::task::{Context, Poll, Wake, Waker};
 
 use loom::sync::Notify;
@@ -50,4 +56,23 @@ pub fn block_on<F: Future>(mut fut: Pin<&mut F>, wake: &TaskWake, waker: &Waker)
 /// Polls `fut` once with `waker`.
 pub fn poll_once<F: Future>(fut: Pin<&mut F>, waker: &Waker) -> Poll<F::Output> {
     fut.poll(&mut Context::from_waker(waker))
+}
+
+/// Runs `fut` as a task to completion (a fresh waker, [`block_on`]).
+pub fn run_task<F: Future>(fut: F) -> F::Output {
+    let (wake, waker) = task_waker();
+    block_on(pin!(fut), &wake, &waker)
+}
+
+/// Polls `fut` once with a waker it then forgets, and if it is pending
+/// runs it to completion with a new one: the waker update races whatever
+/// wakes or grants the task meanwhile.
+pub fn run_task_with_a_new_waker_after_one_poll<F: Future>(fut: F) -> F::Output {
+    let (_, old) = task_waker();
+    let (wake, new) = task_waker();
+    let mut fut = pin!(fut);
+    match poll_once(fut.as_mut(), &old) {
+        Poll::Ready(out) => out,
+        Poll::Pending => block_on(fut, &wake, &new),
+    }
 }

@@ -494,30 +494,13 @@ fn copy_part(chunk: &[u8], chunk_start: u64, offset: u64, buf: &mut [u8]) {
 /// # Errors
 /// As for [`ObjectSource::open`], and the GET failing.
 pub fn read_object(url: &str, opts: &ObjectOptions) -> Result<Vec<u8>, ObjectError> {
-    let loc = Location::parse(url, &timeouts(opts))?;
-    let rt = OwnedRuntime(Some(runtime(1)?));
-    let handle =
-        rt.0.as_ref()
-            .map(|r| r.handle().clone())
-            .ok_or_else(|| ObjectError::Other {
-                url: loc.shown.clone(),
-                reason: "no runtime".into(),
-            })?;
-    let (store, path) = (Arc::clone(&loc.store), loc.path.clone());
-    let got = wait_on(&handle, async move {
+    let got = one_request(url, opts, |store, path| async move {
         match store.get(&path).await {
             Ok(r) => r.bytes().await,
             Err(e) => Err(e),
         }
-    });
-    match got {
-        Some(Ok(b)) => Ok(b.to_vec()),
-        Some(Err(e)) => Err(classify(&loc, None, e)),
-        None => Err(ObjectError::Other {
-            url: loc.shown.clone(),
-            reason: "the fetcher stopped".into(),
-        }),
-    }
+    })?;
+    Ok(got.to_vec())
 }
 
 /// Writes `bytes` as the object at `url` (replacing it): a recorded
@@ -526,6 +509,24 @@ pub fn read_object(url: &str, opts: &ObjectOptions) -> Result<Vec<u8>, ObjectErr
 /// # Errors
 /// As for [`ObjectSource::open`], and the PUT failing.
 pub fn write_object(url: &str, bytes: Vec<u8>, opts: &ObjectOptions) -> Result<(), ObjectError> {
+    one_request(url, opts, |store, path| async move {
+        store.put(&path, PutPayload::from(bytes)).await
+    })?;
+    Ok(())
+}
+
+/// Runs one request on the object at `url` on a one-thread runtime of its
+/// own (shut down after it): `request` gets the store and the object's
+/// path; its error is classified as a fetch's is.
+fn one_request<T, F>(
+    url: &str,
+    opts: &ObjectOptions,
+    request: impl FnOnce(Arc<dyn object_store::ObjectStore>, object_store::path::Path) -> F,
+) -> Result<T, ObjectError>
+where
+    T: Send + 'static,
+    F: Future<Output = Result<T, object_store::Error>> + Send + 'static,
+{
     let loc = Location::parse(url, &timeouts(opts))?;
     let rt = OwnedRuntime(Some(runtime(1)?));
     let handle =
@@ -535,12 +536,8 @@ pub fn write_object(url: &str, bytes: Vec<u8>, opts: &ObjectOptions) -> Result<(
                 url: loc.shown.clone(),
                 reason: "no runtime".into(),
             })?;
-    let (store, path) = (Arc::clone(&loc.store), loc.path.clone());
-    let put = wait_on(&handle, async move {
-        store.put(&path, PutPayload::from(bytes)).await
-    });
-    match put {
-        Some(Ok(_)) => Ok(()),
+    match wait_on(&handle, request(Arc::clone(&loc.store), loc.path.clone())) {
+        Some(Ok(v)) => Ok(v),
         Some(Err(e)) => Err(classify(&loc, None, e)),
         None => Err(ObjectError::Other {
             url: loc.shown.clone(),

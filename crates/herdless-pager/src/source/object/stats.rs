@@ -4,66 +4,17 @@
 //! counters (nothing is published through them).
 
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
-use std::time::Duration;
 
+use crate::stats::Histogram;
 use crate::Latency;
 
-/// Power-of-two buckets of nanoseconds.
-const BUCKETS: usize = 40;
-
-/// A latency histogram (bucket `i`: `[2^i, 2^(i+1))` ns).
-pub(crate) struct Histogram {
-    buckets: [AtomicU64; BUCKETS],
-    total_ns: AtomicU64,
-    max_ns: AtomicU64,
-}
-
-impl Default for Histogram {
-    fn default() -> Self {
-        Histogram {
-            buckets: std::array::from_fn(|_| AtomicU64::new(0)),
-            total_ns: AtomicU64::new(0),
-            max_ns: AtomicU64::new(0),
-        }
-    }
-}
-
-impl Histogram {
-    pub(crate) fn record(&self, d: Duration) {
-        let ns = u64::try_from(d.as_nanos()).unwrap_or(u64::MAX).max(1);
-        self.total_ns.fetch_add(ns, Relaxed);
-        self.max_ns.fetch_max(ns, Relaxed);
-        let b = (63 - ns.leading_zeros() as usize).min(BUCKETS - 1);
-        self.buckets[b].fetch_add(1, Relaxed);
-    }
-
-    /// Count, mean, p50, p99 (bucket upper bounds) and max.
-    pub(crate) fn latency(&self) -> Latency {
-        let hist: Vec<u64> = self.buckets.iter().map(|b| b.load(Relaxed)).collect();
-        let count: u64 = hist.iter().sum();
-        let quantile = |q: f64| -> Duration {
-            if count == 0 {
-                return Duration::ZERO;
-            }
-            let rank = ((count as f64) * q).ceil().max(1.0) as u64;
-            let mut seen = 0;
-            for (i, n) in hist.iter().enumerate() {
-                seen += n;
-                if seen >= rank {
-                    return Duration::from_nanos(1u64 << (i + 1).min(63));
-                }
-            }
-            Duration::from_nanos(self.max_ns.load(Relaxed))
-        };
-        let max = Duration::from_nanos(self.max_ns.load(Relaxed));
-        Latency {
-            count,
-            mean: Duration::from_nanos(self.total_ns.load(Relaxed).checked_div(count).unwrap_or(0)),
-            // A bucket's upper bound can exceed the longest seen.
-            p50: quantile(0.5).min(max),
-            p99: quantile(0.99).min(max),
-            max,
-        }
+/// `l` with its quantiles (bucket upper edges) no longer than the
+/// longest seen.
+fn within_max(l: Latency) -> Latency {
+    Latency {
+        p50: l.p50.min(l.max),
+        p99: l.p99.min(l.max),
+        ..l
     }
 }
 
@@ -157,8 +108,8 @@ impl Counters {
             chunk_waits: l(&self.chunk_waits),
             cache_write_errors: l(&self.cache_write_errors),
             cache_evictions: evictions,
-            fetch_latency: self.fetch_latency.latency(),
-            wait_latency: self.wait_latency.latency(),
+            fetch_latency: within_max(self.fetch_latency.latency()),
+            wait_latency: within_max(self.wait_latency.latency()),
         }
     }
 }
