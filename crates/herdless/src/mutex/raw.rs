@@ -555,6 +555,8 @@ impl RawMutex {
     ///
     /// # Safety
     /// The caller holds the lock.
+    // Called by the lock_api impl only, which loom builds leave out.
+    #[cfg_attr(loom, allow(dead_code))]
     pub(crate) unsafe fn bump(&self) {
         // Relaxed: a hint; a sleeper that arrives just after we looked
         // will get the lock at our next unlock.
