@@ -78,13 +78,17 @@
 //! tests and the lab), `stats.rs`, `error.rs`.
 //!
 //! # Features
-//! Without default features this is the pager alone (no clap, no serde).
-//! `restore`: the [`restore`] module, `herdless-uffd`'s library (serde,
-//! serde_json). `cli` (default): the `herdless-uffd` binary (clap).
+//! By default this is the pager alone (no clap, no serde, no async
+//! runtime). `restore`: the [`restore`] module, `herdless-uffd`'s library
+//! (serde, serde_json). `object-store`: pages read from object stores.
+//! `cli`: the `herdless-uffd` binary (clap), with both.
 //! `test-vmm`: the hidden `vmm` module, Firecracker's side of the handoff
 //! played in process, for tests and the lab.
 
 #![warn(missing_docs)]
+// The crate docs link the feature-gated modules; without the feature
+// (the default) the links have nothing to point at.
+#![cfg_attr(not(feature = "restore"), allow(rustdoc::broken_intra_doc_links))]
 // The parts of the fault path only `restore` uses (another process's
 // memory, prefetch plans, a copier reading events) are compiled, unused,
 // without that feature: one fault path for both owners.

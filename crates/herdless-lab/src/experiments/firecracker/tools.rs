@@ -19,7 +19,8 @@ pub(crate) const HANDLERS_ENV: &str = "HERDLESS_FC_HANDLERS_DIR";
 /// The guest ELF built by `crates/herdless-lab/firecracker/guest/build-guest.sh`.
 pub(crate) const GUEST_ENV: &str = "HERDLESS_FC_GUEST";
 /// The `herdless-uffd` binary (default: beside the lab's own binary, where
-/// `cargo build --release -p herdless-pager --bin herdless-uffd` puts it).
+/// `cargo build --release -p herdless-pager --features cli --bin herdless-uffd`
+/// puts it).
 pub(crate) const UFFD_ENV: &str = "HERDLESS_UFFD";
 
 /// The programs and the guest image of a run.
@@ -132,7 +133,8 @@ fn find() -> Result<Tools, String> {
     let herdless_uffd = herdless_uffd.filter(|p| {
         executable(p, UFFD_ENV, &mut missing) || {
             missing.push(
-                "build it: cargo build --release -p herdless-pager --bin herdless-uffd".into(),
+                "build it: cargo build --release -p herdless-pager --features cli --bin herdless-uffd"
+                    .into(),
             );
             false
         }
