@@ -12,6 +12,7 @@ use super::item::Item;
 use super::nest;
 use super::pollable::Pollable;
 use super::ready_list::ReadyListKind;
+use super::watch::{key, read_queue, register, register_latched, write_queue, Watch};
 use crate::lock::SpinParkLock;
 use crate::sync::{fence, Arc, Ordering};
 use crate::wait_queue::{Attempt, Latch, WaitQueue, WaitQueueStats};
@@ -56,74 +57,6 @@ pub struct EventPollStats {
     /// The waiters' queue: wakeups, wasted wakeups, passed-on wakeups and
     /// its own lock contention.
     pub waiters: WaitQueueStats,
-}
-
-/// One watched source (kernel: the `epitem` as the interest list holds it).
-struct Watch {
-    item: Arc<Item>,
-    /// The entry on the source's `wait_queue()`.
-    _read: Box<dyn Any + Send + Sync>,
-    /// The entry on its `write_wait_queue()`, when that is another queue
-    /// and the interest includes writability.
-    write: Option<Box<dyn Any + Send + Sync>>,
-    /// Hangs a new entry on the write queue (for `modify`); `None` when the
-    /// source has one queue.
-    register_write: Option<Box<dyn Fn() -> Box<dyn Any + Send + Sync> + Send + Sync>>,
-    /// `Some` when the source is a poller: the edge (this poller's id, the
-    /// watched poller's id) recorded in the nesting graph.
-    nested: Option<(u64, u64)>,
-}
-
-impl Drop for Watch {
-    fn drop(&mut self) {
-        if let Some((parent, child)) = self.nested {
-            nest::unlink(parent, child);
-        }
-    }
-}
-
-fn read_queue<S: Pollable + ?Sized>(source: &S) -> &WaitQueue {
-    source.wait_queue()
-}
-
-fn write_queue<S: Pollable + ?Sized>(source: &S) -> &WaitQueue {
-    source.write_wait_queue()
-}
-
-fn register<S: Pollable + ?Sized + 'static>(
-    source: &Arc<S>,
-    core: &Arc<Core>,
-    item: &Arc<Item>,
-    queue: fn(&S) -> &WaitQueue,
-) -> Box<dyn Any + Send + Sync> {
-    let (core, item) = (core.clone(), item.clone());
-    Box::new(WaitQueue::register_owned(
-        source.clone(),
-        queue,
-        move || core.callback(&item),
-    ))
-}
-
-/// [`register`] for the read queue of a `LockFree` poller: the entry
-/// latches while the item is queued (item.rs, `latch`).
-fn register_latched<S: Pollable + ?Sized + 'static>(
-    source: &Arc<S>,
-    core: &Arc<Core>,
-    item: &Arc<Item>,
-    latch: Arc<Latch>,
-) -> Box<dyn Any + Send + Sync> {
-    let (core, item, busy) = (core.clone(), item.clone(), item.clone());
-    Box::new(WaitQueue::register_owned_latched(
-        source.clone(),
-        read_queue::<S>,
-        move || core.callback(&item),
-        latch,
-        move || busy.is_queued(),
-    ))
-}
-
-fn key<S: ?Sized>(source: &S) -> usize {
-    source as *const S as *const () as usize
 }
 
 /// An epoll-like event multiplexer (seed 003): watch many [`Pollable`]

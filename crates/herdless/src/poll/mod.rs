@@ -77,6 +77,7 @@ mod item;
 mod nest;
 mod pollable;
 mod ready_list;
+mod watch;
 
 pub use epoll::{EventPoll, EventPollStats};
 pub use error::{EventFdError, PollError};
