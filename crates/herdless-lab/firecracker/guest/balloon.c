@@ -10,7 +10,8 @@
  * as `virtio_mmio.device=4K@0x<base>:<irq>`; its MMIO window (3..4 GiB) is
  * mapped uncached for ring 3 by guest.c.
  */
-#include "guest.h"
+#include "console.h"
+#include "balloon.h"
 
 /* virtio-mmio registers (byte offsets). */
 #define VM_MAGIC 0x000

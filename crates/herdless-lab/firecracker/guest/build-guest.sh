@@ -18,9 +18,10 @@ cflags=(-std=c11 -O2 -Wall -Wextra -Werror -ffreestanding -fno-pic -fno-pie -fno
     -fno-asynchronous-unwind-tables -mno-red-zone -mgeneral-regs-only -mcmodel=small)
 gcc "${cflags[@]}" -c "$here/guest.c" -o "$work/guest.o"
 gcc "${cflags[@]}" -c "$here/balloon.c" -o "$work/balloon.o"
+gcc "${cflags[@]}" -c "$here/console.c" -o "$work/console.o"
 gcc -c "$here/entry.S" -o "$work/entry.o"
 ld -nostdlib -static -no-pie --no-warn-rwx-segments -z noexecstack -T "$here/guest.ld" \
-    -o "$work/guest.elf" "$work/entry.o" "$work/guest.o" "$work/balloon.o"
+    -o "$work/guest.elf" "$work/entry.o" "$work/guest.o" "$work/balloon.o" "$work/console.o"
 mv -f "$work/guest.elf" "$out.tmp"
 mv -f "$out.tmp" "$out"
 echo "$out"

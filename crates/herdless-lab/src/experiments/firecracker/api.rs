@@ -9,7 +9,6 @@ use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use super::process::reworded;
 use crate::harness::LabError;
 
 /// Responses are small; anything longer is not Firecracker's API.
@@ -224,6 +223,16 @@ fn read_response(reader: &mut impl BufRead) -> std::io::Result<(u16, String)> {
     let mut body = vec![0; length];
     reader.read_exact(&mut body)?;
     Ok((status, String::from_utf8_lossy(&body).into_owned()))
+}
+
+/// `e` as a measurement's error whose message `reword` rewrites (a
+/// `Sample` error's message without its "bad sample" prefix, so context
+/// added at each level reads as one sentence).
+pub(crate) fn reworded(e: LabError, reword: impl FnOnce(String) -> String) -> LabError {
+    match e {
+        LabError::Sample(message) => LabError::Sample(reword(message)),
+        other => LabError::Sample(reword(other.to_string())),
+    }
 }
 
 #[cfg(test)]

@@ -13,7 +13,7 @@ use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant};
 
-use super::api::Api;
+use super::api::{reworded, Api};
 use crate::harness::LabError;
 
 /// A child process, killed and reaped on drop.
@@ -113,16 +113,6 @@ impl Process {
 impl Drop for Process {
     fn drop(&mut self) {
         self.kill();
-    }
-}
-
-/// `e` as a measurement's error whose message `reword` rewrites (a
-/// `Sample` error's message without its "bad sample" prefix, so context
-/// added at each level reads as one sentence).
-pub(crate) fn reworded(e: LabError, reword: impl FnOnce(String) -> String) -> LabError {
-    match e {
-        LabError::Sample(message) => LabError::Sample(reword(message)),
-        other => LabError::Sample(reword(other.to_string())),
     }
 }
 

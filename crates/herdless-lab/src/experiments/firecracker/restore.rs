@@ -13,8 +13,9 @@ use std::time::{Duration, Instant};
 use herdless_pager::vmm::Hugepages;
 use serde_json::json;
 
+use super::api::reworded;
 use super::guest;
-use super::process::{reworded, Process, Vm};
+use super::process::{Process, Vm};
 use super::scratch::Scratch;
 use super::snapshot::{self, Snapshot};
 use super::tools::{self, Tools};

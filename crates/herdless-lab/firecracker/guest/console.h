@@ -1,14 +1,15 @@
 /*
  * What the guest's parts share: port and TSC access, the serial console
- * (COM1) and the kernel command line. All of it runs in ring 3 (guest.c
- * explains why and how).
+ * (COM1) and the kernel command line (console.c). All of it runs in
+ * ring 3 (guest.c explains why and how).
  */
-#ifndef HERDLESS_LAB_GUEST_H
-#define HERDLESS_LAB_GUEST_H
+#ifndef HERDLESS_LAB_CONSOLE_H
+#define HERDLESS_LAB_CONSOLE_H
 
 #include <stdint.h>
 
 #define MIB (1ULL << 20)
+#define COM1 0x3f8
 
 static inline void outb(uint16_t port, uint8_t v)
 {
@@ -41,16 +42,5 @@ __attribute__((noreturn)) void fail(const char *why);
 uint64_t cmdline_u64(const char *cmdline, const char *key, uint64_t fallback);
 /* The value of `key=0x<hex>` on the command line, or 0. */
 uint64_t cmdline_hex(const char *cmdline, const char *key);
-
-/*
- * The virtio-mmio balloon (balloon.c). balloon_init() finds the device
- * Firecracker announced on the command line and brings it up (no optional
- * feature: no statistics, no deflate on OOM); it fails the guest when there
- * is none. balloon_inflate() gives `pages` 4 KiB pages from guest-physical
- * page frame `first_pfn` on to the balloon (Firecracker discards them: they
- * read as zeros afterwards) and returns when the device has taken them.
- */
-void balloon_init(const char *cmdline);
-void balloon_inflate(uint64_t first_pfn, uint64_t pages);
 
 #endif
