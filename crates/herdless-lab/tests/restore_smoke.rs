@@ -61,8 +61,12 @@ fn restore_smoke_measures_every_variant_with_the_counts_each_method_implies() {
                     assert_eq!(m("unread_mib"), 0.0);
                 }
                 "copy-all" => {
-                    assert_eq!(m("copied_mib"), 16.0);
-                    assert_eq!(m("demand_faults"), 0.0, "nothing left to fault on");
+                    // The copy runs beside the handlers: by the end of the
+                    // pass the working set is in (copied, or filled by its
+                    // fault), and no page was filled twice.
+                    let copied = m("copied_mib");
+                    assert!(copied >= ws_mib && copied <= 16.0, "{copied}");
+                    assert_eq!(m("unread_mib"), copied - ws_mib);
                 }
                 "2m-on-demand" => {
                     // Whole 2 MiB pages, each holding some of the working

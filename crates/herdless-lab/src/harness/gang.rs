@@ -150,7 +150,8 @@ mod tests {
             },
         )
         .unwrap();
-        assert!(run.wall >= Duration::from_millis(10), "{:?}", run.wall);
+        // (No bound on `run.wall`: when the gang's thread starts against
+        // the sleeps is the scheduler's choice.)
         assert!(run.usage.voluntary_switches < 5, "{:?}", run.usage);
     }
 
