@@ -250,7 +250,8 @@ fn restore(
     let t0 = Instant::now();
     let loaded = vm
         .api
-        .put_watching(
+        .send(
+            "PUT",
             "/snapshot/load",
             &load,
             FIRST_PASS_WITHIN,
@@ -398,7 +399,7 @@ mod tests {
     #[test]
     fn a_listener_of_this_process_is_seen() {
         let dir = crate::harness::scratch::scratch_dir("fc-listen-test").unwrap();
-        let path = dir.join("s.sock");
+        let path = dir.path().join("s.sock");
         assert!(!listening(&path));
         let _listener = std::os::unix::net::UnixListener::bind(&path).unwrap();
         assert!(listening(&path));
