@@ -240,10 +240,7 @@ fn run(names: &[String], flags: &RunFlags, console: &mut Console) -> Result<bool
                 unique.push(n);
             }
         }
-        unique
-            .into_iter()
-            .map(|n| experiments::find(n))
-            .collect::<Result<_, _>>()?
+        unique.into_iter().map(|n| experiments::find(n)).collect::<Result<_, _>>()?
     };
     let suite = flags.suite.suite();
     let mut opts = RunOptions::new(suite);
@@ -267,10 +264,8 @@ fn run(names: &[String], flags: &RunFlags, console: &mut Console) -> Result<bool
     let mut clean = true;
     for exp in &selected {
         if let Some(reason) = exp.unavailable() {
-            console.print(&format!(
-                "\n{}",
-                para(&format!("{}: skipped: {reason}", exp.name), 4)
-            ))?;
+            console
+                .print(&format!("\n{}", para(&format!("{}: skipped: {reason}", exp.name), 4)))?;
             continue;
         }
         let report = run_experiment(exp, &opts)?;
@@ -306,19 +301,15 @@ fn run(names: &[String], flags: &RunFlags, console: &mut Console) -> Result<bool
         note(&format!("wrote {}", report.write_json_to(out)?.display()));
     }
     if let Some(out) = outputs.report {
-        note(&format!(
-            "wrote {}",
-            html::write_report_to(&report, out)?.display()
-        ));
+        note(&format!("wrote {}", html::write_report_to(&report, out)?.display()));
     }
     Ok(clean)
 }
 
 /// The run's first lines: suite, machine, load.
 fn header(opts: &RunOptions, machine: &Machine, load: Option<LoadAverage>) -> String {
-    let mut text =
-        para(
-            &format!(
+    let mut text = para(
+        &format!(
             "herdless-lab {} suite: {} repetitions (+{} warm-up), up to {} re-measurements of a \
              noisy row; herdless stats {}",
             opts.suite.name(),
@@ -327,12 +318,10 @@ fn header(opts: &RunOptions, machine: &Machine, load: Option<LoadAverage>) -> St
             opts.retries,
             if herdless::stats::ENABLED { "on" } else { "off" }
         ),
-            2,
-        );
-    let mut machine_line = format!(
-        "{} cores, Linux {}, {}",
-        machine.cores, machine.kernel, machine.cpu_model
+        2,
     );
+    let mut machine_line =
+        format!("{} cores, Linux {}, {}", machine.cores, machine.kernel, machine.cpu_model);
     if let Some(load) = load {
         let _ = write!(
             machine_line,
@@ -340,11 +329,7 @@ fn header(opts: &RunOptions, machine: &Machine, load: Option<LoadAverage>) -> St
             load.one,
             load.five,
             load.fifteen,
-            if load.is_busy(machine.cores) {
-                " (busy: expect noisy numbers)"
-            } else {
-                ""
-            }
+            if load.is_busy(machine.cores) { " (busy: expect noisy numbers)" } else { "" }
         );
     }
     text.push_str(&para(&machine_line, 2));
@@ -360,12 +345,7 @@ fn closing(report: &Report, seconds: f64) -> String {
         .experiments
         .iter()
         .flat_map(|e| &e.sections)
-        .flat_map(|s| {
-            s.ratios
-                .iter()
-                .filter(|r| r.target.is_some())
-                .map(move |r| s.judge(r))
-        });
+        .flat_map(|s| s.ratios.iter().filter(|r| r.target.is_some()).map(move |r| s.judge(r)));
     let mut outcomes = OutcomeCounts::default();
     let mut judgements: Vec<Judgement> = Vec::new();
     for judgement in targets {
@@ -409,10 +389,7 @@ fn closing(report: &Report, seconds: f64) -> String {
 fn render(file: &Path, dir: &Path) -> Result<bool, LabError> {
     let out = OutputFile::claim(&html::index_of(dir))?;
     let report = Report::read_json(file)?;
-    note(&format!(
-        "wrote {}",
-        html::write_report_to(&report, out)?.display()
-    ));
+    note(&format!("wrote {}", html::write_report_to(&report, out)?.display()));
     Ok(true)
 }
 
@@ -434,10 +411,7 @@ fn check_json(path: &Path, console: &mut Console) -> Result<bool, LabError> {
     let report = Report::read_json(path)?;
     let sections: usize = report.experiments.iter().map(|e| e.sections.len()).sum();
     if sections == 0 {
-        return Err(LabError::Usage(format!(
-            "{} holds no results",
-            path.display()
-        )));
+        return Err(LabError::Usage(format!("{} holds no results", path.display())));
     }
     console.print(&para(
         &format!(

@@ -26,10 +26,7 @@ fn lab(args: &[&str]) -> Output {
 /// The lines of `text` wider than [`WIDTH`] columns (characters, not
 /// bytes: `µ`, `×`, `±` are one column each).
 fn too_wide(text: &str) -> Vec<(usize, &str)> {
-    text.lines()
-        .map(|l| (l.chars().count(), l))
-        .filter(|(w, _)| *w > WIDTH)
-        .collect()
+    text.lines().map(|l| (l.chars().count(), l)).filter(|(w, _)| *w > WIDTH).collect()
 }
 
 #[test]
@@ -38,16 +35,9 @@ fn a_smoke_run_of_every_experiment_fits_100_columns_and_json_creates_its_folders
     let json = dir.join("not/yet/there/out.json");
     let out = lab(&["all", "--smoke", "--json", json.to_str().unwrap()]);
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        matches!(out.status.code(), Some(0 | 1)),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert!(matches!(out.status.code(), Some(0 | 1)), "{}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(too_wide(&stdout), Vec::<(usize, &str)>::new());
-    assert!(
-        stdout.contains("verdicts:") && stdout.contains("targets:"),
-        "{stdout}"
-    );
+    assert!(stdout.contains("verdicts:") && stdout.contains("targets:"), "{stdout}");
     assert!(json.is_file(), "--json created not/yet/there/");
     std::fs::remove_dir_all(dir).unwrap();
 }
@@ -75,15 +65,7 @@ fn help_and_listings_fit_100_columns() {
         assert_eq!(too_wide(text), Vec::<(usize, &str)>::new(), "{args:?}");
     }
     let help = &texts[0].1;
-    for verb in [
-        "run",
-        "all",
-        "list",
-        "compare",
-        "render",
-        "summary",
-        "check-json",
-    ] {
+    for verb in ["run", "all", "list", "compare", "render", "summary", "check-json"] {
         assert!(help.contains(&format!("  {verb} ")), "{help}");
     }
 }
@@ -113,10 +95,7 @@ fn usage_errors_exit_with_2_and_each_verb_takes_only_its_own_flags() {
     }
     let out = lab(&["run", "no-such-experiment"]);
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        stderr.contains("futex-wake") && stderr.contains("all"),
-        "{stderr}"
-    );
+    assert!(stderr.contains("futex-wake") && stderr.contains("all"), "{stderr}");
 }
 
 /// `herdless-lab` alone starts nothing (the quick suite takes minutes): it
@@ -127,10 +106,7 @@ fn no_command_prints_the_help_and_exits_with_2() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(out.stdout.is_empty(), "nothing measured, no table printed");
-    assert!(
-        stderr.starts_with("Reproduces the seeds' experiments"),
-        "{stderr}"
-    );
+    assert!(stderr.starts_with("Reproduces the seeds' experiments"), "{stderr}");
     for verb in ["run", "all", "list", "compare"] {
         assert!(stderr.contains(&format!("  {verb} ")), "{stderr}");
     }
@@ -166,19 +142,11 @@ fn bad_output_paths_fail_before_anything_is_measured() {
     for (flag, path, named) in &cases {
         let out = lab(&["run", "all", "--smoke", flag, path.to_str().unwrap()]);
         let stderr = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(
-            out.status.code(),
-            Some(1),
-            "{flag} {}: {stderr}",
-            path.display()
-        );
+        assert_eq!(out.status.code(), Some(1), "{flag} {}: {stderr}", path.display());
         // The header is printed when measuring starts: nothing was.
         assert!(out.stdout.is_empty(), "{flag}: measured before failing");
         assert_eq!(stderr.lines().count(), 1, "one clear line: {stderr}");
-        assert!(
-            stderr.starts_with(&format!("herdless-lab: {}: ", named.display())),
-            "{stderr}"
-        );
+        assert!(stderr.starts_with(&format!("herdless-lab: {}: ", named.display())), "{stderr}");
     }
     assert_eq!(std::fs::read_to_string(&file).unwrap(), "x");
     std::fs::remove_dir_all(dir).unwrap();
@@ -214,10 +182,7 @@ fn writing_into_a_closed_pipe_exits_quietly_with_0() {
             .unwrap();
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(0), "{args:?}: {stderr}");
-        assert!(
-            !stderr.contains("pipe") && !stderr.contains("panicked"),
-            "{args:?}: {stderr}"
-        );
+        assert!(!stderr.contains("pipe") && !stderr.contains("panicked"), "{args:?}: {stderr}");
     }
     assert!(json.is_file(), "the JSON was written all the same");
     std::fs::remove_dir_all(dir).unwrap();

@@ -30,11 +30,7 @@ fn lab(args: &[&Path]) -> std::process::Output {
 
 /// The toy with `new` taking `new_ns` per item.
 fn run(new_ns: f64) -> Report {
-    Toy {
-        new_ns,
-        ..Toy::default()
-    }
-    .report()
+    Toy { new_ns, ..Toy::default() }.report()
 }
 
 fn write(report: &Report, dir: &Path, name: &str) -> PathBuf {
@@ -66,21 +62,14 @@ fn only_differences_beyond_the_noise_get_a_verdict() {
     let rows = &c.sections[0].rows;
     assert_eq!(rows.len(), 6, "two cases × three variants, primary only");
     let verdict = |variant: &str| {
-        rows.iter()
-            .filter(|r| r.variant == variant)
-            .map(|r| r.change)
-            .collect::<Vec<_>>()
+        rows.iter().filter(|r| r.variant == variant).map(|r| r.change).collect::<Vec<_>>()
     };
     assert_eq!(verdict("old"), [Change::Same; 2]);
     assert_eq!(verdict("kern"), [Change::Same; 2]);
     assert_eq!(verdict("new"), [Change::Worse; 2], "2 ns > 1 ns");
     assert_eq!(c.regressions(), 2);
     assert_eq!(c.targets.len(), 1);
-    assert_eq!(
-        c.targets[0].agreement,
-        Agreement::Agree,
-        "10× and 5× both ≥ 5"
-    );
+    assert_eq!(c.targets[0].agreement, Agreement::Agree, "10× and 5× both ≥ 5");
 
     // Widen B's spread of `new` beyond the difference: no verdict.
     for case in &mut b.experiments[0].sections[0].cases {
@@ -111,10 +100,7 @@ fn two_noisy_runs_of_the_same_code_agree_on_every_verdict() {
     assert_eq!(c.regressions(), 0);
     let text = compare::render(&c, false);
     let words = text.split_whitespace().collect::<Vec<_>>().join(" ");
-    assert!(
-        words.contains("1 targets: 1 agree, 0 differ within noise, 0 changed"),
-        "{text}"
-    );
+    assert!(words.contains("1 targets: 1 agree, 0 differ within noise, 0 changed"), "{text}");
 }
 
 #[test]
@@ -151,10 +137,7 @@ fn cli_compare_prints_the_table_and_fails_on_regression_only_when_asked() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{stdout}");
     assert!(stdout.contains("toy / toy table"), "{stdout}");
-    assert!(
-        stdout.contains("2.00×") && stdout.contains("slower"),
-        "{stdout}"
-    );
+    assert!(stdout.contains("2.00×") && stdout.contains("slower"), "{stdout}");
     assert!(stdout.lines().all(|l| l.chars().count() <= 100), "{stdout}");
 
     let out = lab(&[cmp, &a, &b, Path::new("--fail-on-regression")]);
@@ -212,10 +195,7 @@ fn missing_corrupt_and_inconsistent_files_are_typed_errors_naming_the_file() {
     let dir = scratch("bad-files");
     let a = write(&run(1.0), &dir, "a.json");
     let missing = dir.join("missing.json");
-    assert!(matches!(
-        Report::read_json(&missing),
-        Err(LabError::File { .. })
-    ));
+    assert!(matches!(Report::read_json(&missing), Err(LabError::File { .. })));
     let corrupt = dir.join("corrupt.json");
     std::fs::write(&corrupt, "{\"schema\": 2, \"machine\": ").unwrap();
     assert!(matches!(
@@ -229,10 +209,7 @@ fn missing_corrupt_and_inconsistent_files_are_typed_errors_naming_the_file() {
     value["experiments"][0]["sections"][0]["ratios"][0]["values"] = serde_json::json!([1.0]);
     let inconsistent = dir.join("inconsistent.json");
     std::fs::write(&inconsistent, value.to_string()).unwrap();
-    assert!(matches!(
-        Report::read_json(&inconsistent),
-        Err(LabError::Inconsistent { .. })
-    ));
+    assert!(matches!(Report::read_json(&inconsistent), Err(LabError::Inconsistent { .. })));
 
     for (bad, says) in [
         (&missing, "missing.json: No such file"),
@@ -254,17 +231,10 @@ fn render_writes_the_report_of_a_results_file() {
     let a = write(&run(1.0), &dir, "a.json");
     let html = dir.join("deeper/html");
     let out = lab(&[Path::new("render"), &a, Path::new("--report"), &html]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let page = std::fs::read_to_string(html.join("index.html")).unwrap();
     assert!(page.contains("id=\"table-toy-s0-t\"") && page.contains("id=\"chart-toy-s0\""));
-    assert!(
-        page.contains("high confidence"),
-        "verdicts carry their confidence"
-    );
+    assert!(page.contains("high confidence"), "verdicts carry their confidence");
     let out = lab(&[Path::new("render"), &a]);
     assert_eq!(out.status.code(), Some(2), "--report DIR is required");
     std::fs::remove_dir_all(dir).unwrap();

@@ -31,12 +31,7 @@ fn without_firecracker_the_experiment_is_skipped_with_the_reason_and_the_run_pas
 }
 
 fn cells<'a>(section: &'a SectionReport, variant: &str) -> Vec<&'a Cell> {
-    section
-        .cases
-        .iter()
-        .flat_map(|c| &c.cells)
-        .filter(|cell| cell.variant == variant)
-        .collect()
+    section.cases.iter().flat_map(|c| &c.cells).filter(|cell| cell.variant == variant).collect()
 }
 
 #[test]
@@ -90,10 +85,7 @@ fn firecracker_smoke_restores_through_every_backend_with_the_counts_each_implies
     }
     for variant in ["hl-prefetch", "hl-copy-all"] {
         for copied in medians(small, variant, "copied_mib") {
-            assert!(
-                copied >= 16.0,
-                "{variant}: the working set, at least: {copied}"
-            );
+            assert!(copied >= 16.0, "{variant}: the working set, at least: {copied}");
         }
     }
     // Ballooned: the last 4 MiB of the working set discarded right after
@@ -101,9 +93,6 @@ fn firecracker_smoke_restores_through_every_backend_with_the_counts_each_implies
     // pass read them as zeros (its checksum says so), timed apart.
     let ballooned = &sections[2];
     for variant in ["file", "fc-on-demand", "hl-4k", "hl-prefetch"] {
-        assert!(
-            !medians(ballooned, variant, "zero_read_ms").is_empty(),
-            "{variant}"
-        );
+        assert!(!medians(ballooned, variant, "zero_read_ms").is_empty(), "{variant}");
     }
 }

@@ -45,10 +45,7 @@ fn fixture() -> &'static Fixture {
             "{}",
             String::from_utf8_lossy(&out.stderr)
         );
-        Fixture {
-            report: Report::read_json(&json).unwrap(),
-            html: html_dir.join("index.html"),
-        }
+        Fixture { report: Report::read_json(&json).unwrap(), html: html_dir.join("index.html") }
     })
 }
 
@@ -69,10 +66,7 @@ fn chromium() -> PathBuf {
                             (needs root and apt-get): apt-get install chromium"
                     .into());
             }
-            for args in [
-                &["update", "-qq"][..],
-                &["install", "-y", "-qq", "chromium"],
-            ] {
+            for args in [&["update", "-qq"][..], &["install", "-y", "-qq", "chromium"]] {
                 let status = Command::new("apt-get")
                     .args(args)
                     .env("DEBIAN_FRONTEND", "noninteractive")
@@ -137,10 +131,7 @@ fn rendered_dom(page: &Path) -> String {
 fn element<'d>(dom: &'d str, id: &str) -> Option<&'d str> {
     let at = dom.find(&format!(" id=\"{id}\""))?;
     let open = dom[..at].rfind('<')?;
-    let tag: String = dom[open + 1..]
-        .chars()
-        .take_while(|c| c.is_ascii_alphanumeric())
-        .collect();
+    let tag: String = dom[open + 1..].chars().take_while(|c| c.is_ascii_alphanumeric()).collect();
     let close = format!("</{tag}>");
     let end = open + dom[open..].find(&close)? + close.len();
     Some(&dom[open..end])
@@ -200,10 +191,7 @@ fn check(dom: &str, report: &Report) -> Result<(), String> {
                 let table = element(dom, &id).ok_or(format!("table {id} missing"))?;
                 let rows = table.matches("<tr>").count();
                 if rows != s.cases.len() + 1 {
-                    return Err(format!(
-                        "table {id}: {rows} rows for {} cases",
-                        s.cases.len()
-                    ));
+                    return Err(format!("table {id}: {rows} rows for {} cases", s.cases.len()));
                 }
                 for v in &s.variants {
                     if !table.contains(&format!(">{}</th>", v.name)) {
@@ -237,14 +225,10 @@ fn chromium_renders_every_chart_and_table_of_the_smoke_report() {
 #[test]
 fn the_page_is_self_contained() {
     let page = std::fs::read_to_string(&fixture().html).unwrap();
-    for banned in [
-        "<script", "<link", "<img", "<iframe", "src=", "@import", "url(",
-    ] {
+    for banned in ["<script", "<link", "<img", "<iframe", "src=", "@import", "url("] {
         assert!(!page.contains(banned), "{banned} in the report");
     }
-    let external = page
-        .replace("xmlns=\"http://www.w3.org/2000/svg\"", "")
-        .contains("://");
+    let external = page.replace("xmlns=\"http://www.w3.org/2000/svg\"", "").contains("://");
     assert!(!external, "an external URL in the report");
 }
 
@@ -256,20 +240,14 @@ fn the_check_fails_when_a_chart_or_a_table_is_missing() {
     let e = &f.report.experiments[0].name;
     let table = element(
         &page,
-        &format!(
-            "table-{e}-s0-{}",
-            f.report.experiments[0].sections[0].primary().name
-        ),
+        &format!("table-{e}-s0-{}", f.report.experiments[0].sections[0].primary().name),
     )
     .unwrap();
     let err = check(&page.replacen(table, "", 1), &f.report).unwrap_err();
     assert!(err.contains("missing"), "{err}");
     let chart = element(&page, &format!("chart-{e}-s0")).unwrap();
     let err = check(&page.replacen(chart, "", 1), &f.report).unwrap_err();
-    assert!(
-        err.contains(&format!("chart chart-{e}-s0 missing")),
-        "{err}"
-    );
+    assert!(err.contains(&format!("chart chart-{e}-s0 missing")), "{err}");
     // A stray extra chart is caught by the count.
     let svg_start = chart.find("<svg").unwrap();
     let extra = page.replacen("</body>", &format!("{}</body>", &chart[svg_start..]), 1);

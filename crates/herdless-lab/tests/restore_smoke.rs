@@ -20,16 +20,7 @@ fn restore_smoke_measures_every_variant_with_the_counts_each_method_implies() {
     let report = Report::new(Machine::detect(), &opts, SystemTime::now(), vec![result]);
     let section = &report.experiments[0].sections[0];
     let names: Vec<&str> = section.variants.iter().map(|v| v.name.as_str()).collect();
-    assert_eq!(
-        names,
-        [
-            "4k-on-demand",
-            "fault-around-64k",
-            "prefetch",
-            "copy-all",
-            "2m-on-demand"
-        ]
-    );
+    assert_eq!(names, ["4k-on-demand", "fault-around-64k", "prefetch", "copy-all", "2m-on-demand"]);
     // Smoke: a 16 MiB snapshot, 10% of its 4096 pages touched.
     let ws_mib = (4096 * 10 / 100) as f64 * 4096.0 / f64::from(1 << 20);
     for case in &section.cases {
@@ -80,12 +71,7 @@ fn restore_smoke_measures_every_variant_with_the_counts_each_method_implies() {
     // fault per 2 MiB window.
     let balloon = &report.experiments[0].sections[1];
     for cell in &balloon.cases[0].cells {
-        assert!(
-            cell.errors.is_empty(),
-            "{}: {:?}",
-            cell.variant,
-            cell.errors
-        );
+        assert!(cell.errors.is_empty(), "{}: {:?}", cell.variant, cell.errors);
         if cell.variant == "herdless-uffd" {
             assert_eq!(cell.metrics["uffd_faults"].median, 2.0);
         }
@@ -110,37 +96,16 @@ fn restore_from_s3_smoke_fetches_each_chunk_once_however_many_restores() {
     let names: Vec<&str> = section.variants.iter().map(|v| v.name.as_str()).collect();
     assert_eq!(
         names,
-        [
-            "local-prefetch",
-            "s3-prefetch",
-            "s3-on-demand",
-            "s3-on-demand-4k",
-            "s3-prefetch-4x"
-        ]
+        ["local-prefetch", "s3-prefetch", "s3-on-demand", "s3-on-demand-4k", "s3-prefetch-4x"]
     );
     for case in &section.cases {
         let m = |variant: &str, name: &str| {
             let cell = case.cells.iter().find(|c| c.variant == variant).unwrap();
-            assert!(
-                cell.errors.is_empty(),
-                "{variant} at {}: {:?}",
-                case.label,
-                cell.errors
-            );
+            assert!(cell.errors.is_empty(), "{variant} at {}: {:?}", case.label, cell.errors);
             cell.metrics[name].median
         };
-        for v in [
-            "s3-prefetch",
-            "s3-on-demand",
-            "s3-on-demand-4k",
-            "s3-prefetch-4x",
-        ] {
-            assert_eq!(
-                m(v, "gets_per_chunk"),
-                1.0,
-                "{v} at {}: each chunk once",
-                case.label
-            );
+        for v in ["s3-prefetch", "s3-on-demand", "s3-on-demand-4k", "s3-prefetch-4x"] {
+            assert_eq!(m(v, "gets_per_chunk"), 1.0, "{v} at {}: each chunk once", case.label);
         }
         // A 16 MiB object in 2 MiB chunks; the working set touches them all.
         assert_eq!(m("s3-prefetch", "gets"), 8.0);

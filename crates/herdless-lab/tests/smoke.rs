@@ -70,22 +70,14 @@ fn futex_wake_smoke_round_trips_through_json_with_every_variant() {
     assert_eq!(exp.sections.len(), 2);
     for section in &exp.sections {
         let names: Vec<&str> = section.variants.iter().map(|v| v.name.as_str()).collect();
-        assert_eq!(
-            names,
-            ["always-lock", "waiter-count", "kernel", "parking_lot_core"]
-        );
+        assert_eq!(names, ["always-lock", "waiter-count", "kernel", "parking_lot_core"]);
         assert!(!section.cases.is_empty());
         let primary = &section.primary().name;
         for case in &section.cases {
             assert_eq!(case.cells.len(), names.len());
             for (cell, name) in case.cells.iter().zip(&names) {
                 assert_eq!(cell.variant, *name);
-                assert!(
-                    cell.errors.is_empty(),
-                    "{name} at {}: {:?}",
-                    case.label,
-                    cell.errors
-                );
+                assert!(cell.errors.is_empty(), "{name} at {}: {:?}", case.label, cell.errors);
                 let summary = &cell.metrics[primary];
                 assert_eq!(summary.samples.len(), report.reps);
                 assert!(summary.median > 0.0, "{name} at {}", case.label);
@@ -95,12 +87,7 @@ fn futex_wake_smoke_round_trips_through_json_with_every_variant() {
             assert_eq!(ratio.values.len(), section.cases.len());
             // Every variant measured every case, so every ratio has a value
             // (a number, ∞ or 0/0).
-            assert!(
-                ratio.values.iter().all(Option::is_some),
-                "{}/{}",
-                ratio.num,
-                ratio.den
-            );
+            assert!(ratio.values.iter().all(Option::is_some), "{}/{}", ratio.num, ratio.den);
         }
     }
 }
@@ -120,30 +107,16 @@ fn cli_smoke_writes_parsable_json_and_svg_plots() {
         plots.to_str().unwrap(),
     ]);
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(
-        stdout.contains("wake one at a time") && stdout.contains("verdicts:"),
-        "{stdout}"
-    );
+    assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert!(stdout.contains("wake one at a time") && stdout.contains("verdicts:"), "{stdout}");
 
     let report = Report::read_json(&json).unwrap();
     assert_eq!(report.experiments[0].name, "futex-wake");
-    let svgs: Vec<_> = std::fs::read_dir(&plots)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .collect();
+    let svgs: Vec<_> = std::fs::read_dir(&plots).unwrap().map(|e| e.unwrap().path()).collect();
     assert_eq!(svgs.len(), 2, "{svgs:?}");
     for svg in svgs {
         let text = std::fs::read_to_string(&svg).unwrap();
-        assert!(
-            text.starts_with("<svg") && text.contains("<text"),
-            "{}",
-            svg.display()
-        );
+        assert!(text.starts_with("<svg") && text.contains("<text"), "{}", svg.display());
     }
 
     // The README's "Results" table comes from `summary`: one row per
@@ -151,20 +124,14 @@ fn cli_smoke_writes_parsable_json_and_svg_plots() {
     let out = lab(&["summary", json.to_str().unwrap()]);
     let md = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{md}");
-    assert!(
-        md.contains(&format!("{} cores", report.machine.cores)),
-        "{md}"
-    );
+    assert!(md.contains(&format!("{} cores", report.machine.cores)), "{md}");
     let targets = report.experiments[0]
         .sections
         .iter()
         .flat_map(|s| &s.ratios)
         .filter(|r| r.target.is_some())
         .count();
-    let rows = md
-        .lines()
-        .filter(|l| l.starts_with("| `futex-wake` |"))
-        .count();
+    let rows = md.lines().filter(|l| l.starts_with("| `futex-wake` |")).count();
     assert_eq!(rows, targets, "{md}");
     std::fs::remove_dir_all(dir).unwrap();
 }
@@ -210,10 +177,7 @@ fn list_names_every_experiment() {
 fn epoll_smoke_measures_every_variant_without_errors() {
     let report = smoke_report("epoll");
     let section = &report.experiments[0].sections[0];
-    assert_eq!(
-        variant_names(section),
-        ["spinlock", "rwlock-swap", "lock-free", "kernel"]
-    );
+    assert_eq!(variant_names(section), ["spinlock", "rwlock-swap", "lock-free", "kernel"]);
     assert_no_errors(section);
 }
 
@@ -245,13 +209,7 @@ fn fault_around_smoke_measures_every_variant_without_errors() {
     for section in &report.experiments[0].sections {
         assert_eq!(
             variant_names(section),
-            [
-                "window-4k",
-                "window-16k",
-                "window-64k",
-                "minor-64k",
-                "kernel-mmap"
-            ]
+            ["window-4k", "window-16k", "window-64k", "minor-64k", "kernel-mmap"]
         );
         assert_no_errors(section);
         // Faults: 16 pages per fault with the 64 KiB window, one without
@@ -278,10 +236,7 @@ fn locks_smoke_measures_every_family_in_every_table_without_errors() {
     let exp = &report.experiments[0];
     assert_eq!(exp.sections.len(), 5);
     for section in &exp.sections {
-        assert_eq!(
-            variant_names(section),
-            ["herdless", "parking_lot", "std", "pthread"]
-        );
+        assert_eq!(variant_names(section), ["herdless", "parking_lot", "std", "pthread"]);
         assert_no_errors(section);
         if section.title.starts_with("an occasional locker") {
             // Every family timed the occasional locker's waits.
@@ -326,12 +281,7 @@ fn locks_smoke_measures_every_family_in_every_table_without_errors() {
         let waiters = case.params["waiters"].as_f64().unwrap();
         for cell in &case.cells {
             let sleeps = cell.metrics["sleeps_per_waiter"].min;
-            assert!(
-                sleeps >= 1.0,
-                "{} at {}: {sleeps}",
-                cell.variant,
-                case.label
-            );
+            assert!(sleeps >= 1.0, "{} at {}: {sleeps}", cell.variant, case.label);
         }
         let herdless = &case.cells[0].metrics;
         let moved = if cascade || case.params["notify_holding_lock"].as_bool().unwrap() {
@@ -339,16 +289,7 @@ fn locks_smoke_measures_every_family_in_every_table_without_errors() {
         } else {
             waiters - 1.0
         };
-        assert_eq!(
-            herdless["requeued_per_waiter"].median,
-            moved / waiters,
-            "{}",
-            case.label
-        );
-        assert!(
-            herdless["table_wakeups_per_waiter"].min >= 1.0,
-            "{}",
-            case.label
-        );
+        assert_eq!(herdless["requeued_per_waiter"].median, moved / waiters, "{}", case.label);
+        assert!(herdless["table_wakeups_per_waiter"].min >= 1.0, "{}", case.label);
     }
 }

@@ -71,10 +71,7 @@ pub struct Params {
 /// The experiment.
 pub fn experiment() -> Experiment {
     let cases = |threads: &[usize], events_per_thread: u64| {
-        Case::each(threads, |threads| Params {
-            threads,
-            events_per_thread,
-        })
+        Case::each(threads, |threads| Params { threads, events_per_thread })
     };
     let seed_threads = [1, 2, 8, 16, 32];
     Experiment::new(
@@ -107,11 +104,7 @@ pub fn experiment() -> Experiment {
         .metric(Metric::lower("contended_per_kevent", "per 1k events"))
         .metric(Metric::lower("queued_per_kevent", "per 1k events"))
         .metric(Metric::lower("wakeups_per_kevent", "per 1k events"))
-        .evidence(&[
-            "callbacks_per_kevent",
-            "contended_per_kevent",
-            "queued_per_kevent",
-        ])
+        .evidence(&["callbacks_per_kevent", "contended_per_kevent", "queued_per_kevent"])
         .variants(
             measure,
             [
@@ -123,11 +116,7 @@ pub fn experiment() -> Experiment {
         .variant(Variant::new(KERNEL, Role::Kernel, measure_kernel))
         // The seed's claim, judged at 8, 16 and 32 producers (one column).
         .ratio(
-            Ratio::of(RWLOCK_SWAP, SPINLOCK)
-                .at_least(1.5)
-                .at_case("8")
-                .at_case("16")
-                .at_case("32"),
+            Ratio::of(RWLOCK_SWAP, SPINLOCK).at_least(1.5).at_case("8").at_case("16").at_case("32"),
         )
         .ratio(Ratio::of(LOCK_FREE, SPINLOCK))
         .ratio(Ratio::of(RWLOCK_SWAP, KERNEL))
@@ -181,10 +170,7 @@ fn consume(
 }
 
 fn measure(kind: ReadyListKind, case: &Case<Params>) -> Result<Sample, LabError> {
-    let Params {
-        threads,
-        events_per_thread,
-    } = case.params;
+    let Params { threads, events_per_thread } = case.params;
     let total = threads as u64 * events_per_thread;
     let poller = EventPoll::with_kind(kind);
     let efds: Vec<Arc<EventFd>> = (0..threads).map(|_| Arc::new(EventFd::new())).collect();
@@ -207,14 +193,10 @@ fn measure(kind: ReadyListKind, case: &Case<Params>) -> Result<Sample, LabError>
             poller_ref
                 .wait(&mut events, threads, WAIT)
                 .map_err(|e| LabError::Sample(e.to_string()))?;
-            Ok(events
-                .iter()
-                .map(|e| efds_ref[e.token as usize].try_read().unwrap_or(0))
-                .sum())
+            Ok(events.iter().map(|e| efds_ref[e.token as usize].try_read().unwrap_or(0)).sum())
         });
         for p in producers {
-            p.join()
-                .map_err(|_| LabError::Panicked("a producer".into()))?;
+            p.join().map_err(|_| LabError::Panicked("a producer".into()))?;
         }
         end
     })?;
@@ -235,10 +217,7 @@ fn os(what: &str) -> impl Fn(rustix::io::Errno) -> LabError + '_ {
 }
 
 fn measure_kernel(case: &Case<Params>) -> Result<Sample, LabError> {
-    let Params {
-        threads,
-        events_per_thread,
-    } = case.params;
+    let Params { threads, events_per_thread } = case.params;
     let total = threads as u64 * events_per_thread;
     let ep = epoll::create(epoll::CreateFlags::CLOEXEC).map_err(os("epoll_create"))?;
     let efds: Vec<OwnedFd> = (0..threads)
@@ -255,10 +234,7 @@ fn measure_kernel(case: &Case<Params>) -> Result<Sample, LabError> {
         .map_err(os("epoll_ctl"))?;
     }
     let (ep_ref, efds_ref) = (&ep, &efds);
-    let timeout = rustix::time::Timespec {
-        tv_sec: 0,
-        tv_nsec: WAIT.as_nanos() as _,
-    };
+    let timeout = rustix::time::Timespec { tv_sec: 0, tv_nsec: WAIT.as_nanos() as _ };
     let start = Instant::now();
     let failed_writes = AtomicU64::new(0);
     let failed = &failed_writes;
@@ -273,12 +249,8 @@ fn measure_kernel(case: &Case<Params>) -> Result<Sample, LabError> {
         let mut events: Vec<epoll::Event> = Vec::with_capacity(threads);
         let end = consume(total, || {
             events.clear();
-            epoll::wait(
-                ep_ref,
-                rustix::buffer::spare_capacity(&mut events),
-                Some(&timeout),
-            )
-            .map_err(os("epoll_wait"))?;
+            epoll::wait(ep_ref, rustix::buffer::spare_capacity(&mut events), Some(&timeout))
+                .map_err(os("epoll_wait"))?;
             let mut got = 0;
             for e in &events {
                 let mut buf = [0u8; 8];
@@ -289,8 +261,7 @@ fn measure_kernel(case: &Case<Params>) -> Result<Sample, LabError> {
             Ok(got)
         });
         for p in producers {
-            p.join()
-                .map_err(|_| LabError::Panicked("a producer".into()))?;
+            p.join().map_err(|_| LabError::Panicked("a producer".into()))?;
         }
         end
     })?;
@@ -298,7 +269,5 @@ fn measure_kernel(case: &Case<Params>) -> Result<Sample, LabError> {
         return Err(LabError::Sample("eventfd writes failed".into()));
     }
     let secs = (end - start).as_secs_f64();
-    Ok(Sample::new()
-        .with("events_per_ms", total as f64 / (secs * 1e3))
-        .with("time_ms", secs * 1e3))
+    Ok(Sample::new().with("events_per_ms", total as f64 / (secs * 1e3)).with("time_ms", secs * 1e3))
 }

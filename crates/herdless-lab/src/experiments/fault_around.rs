@@ -86,16 +86,8 @@ pub fn experiment() -> Experiment {
             false,
             &[1, 2, 8],
         )
-        .ratio(
-            Ratio::of("window-4k", "window-64k")
-                .at_least(3.0)
-                .at_case("1"),
-        )
-        .ratio(
-            Ratio::of("minor-64k", "kernel-mmap")
-                .at_most(1.5)
-                .at_case("1"),
-        )
+        .ratio(Ratio::of("window-4k", "window-64k").at_least(3.0).at_case("1"))
+        .ratio(Ratio::of("minor-64k", "kernel-mmap").at_most(1.5).at_case("1"))
         .ratio(Ratio::of("window-64k", "kernel-mmap")),
     )
     .section(
@@ -108,11 +100,7 @@ pub fn experiment() -> Experiment {
 /// A section; `quick` lists the quick suite's thread counts.
 fn section(title: &'static str, random: bool, quick: &[usize]) -> Section<Params> {
     let cases = |threads: &[usize], bytes: usize| {
-        Case::each(threads, |threads| Params {
-            threads,
-            random,
-            bytes,
-        })
+        Case::each(threads, |threads| Params { threads, random, bytes })
     };
     Section::new(
         title,
@@ -164,10 +152,7 @@ fn backing(bytes: usize) -> Result<(File, u64), LabError> {
         file.flush().map_err(os("flushing the backing file"))?;
         Ok(Arc::new((file, sum)))
     })?;
-    let file = made
-        .0
-        .try_clone()
-        .map_err(|e| LabError::os("dup backing file", e))?;
+    let file = made.0.try_clone().map_err(|e| LabError::os("dup backing file", e))?;
     Ok((file, made.1))
 }
 
@@ -179,9 +164,7 @@ fn sum_pages(base: usize, pages: impl Iterator<Item = usize>) -> u64 {
         for w in 0..PAGE / 8 {
             // SAFETY: the page lies in a mapping that outlives the gang (the
             // pager or the kernel mmap below); reads fault pages in.
-            sum = sum.wrapping_add(u64::from_le(unsafe {
-                std::ptr::read_volatile(page.add(w))
-            }));
+            sum = sum.wrapping_add(u64::from_le(unsafe { std::ptr::read_volatile(page.add(w)) }));
         }
     }
     sum
@@ -190,12 +173,8 @@ fn sum_pages(base: usize, pages: impl Iterator<Item = usize>) -> u64 {
 /// Page order of thread `t` of `threads` over `pages` pages.
 fn share(t: usize, threads: usize, pages: usize, random: bool) -> Vec<usize> {
     let per = pages / threads;
-    let mut mine: Vec<usize> = (t * per..if t + 1 == threads {
-        pages
-    } else {
-        (t + 1) * per
-    })
-        .collect();
+    let mut mine: Vec<usize> =
+        (t * per..if t + 1 == threads { pages } else { (t + 1) * per }).collect();
     if random {
         let mut x = 0x2545_F491_4F6C_DD1D_u64 ^ (t as u64 + 1);
         for i in (1..mine.len()).rev() {
@@ -209,11 +188,7 @@ fn share(t: usize, threads: usize, pages: usize, random: bool) -> Vec<usize> {
 }
 
 fn measure(how: How, case: &Case<Params>) -> Result<Sample, LabError> {
-    let Params {
-        threads,
-        random,
-        bytes,
-    } = case.params;
+    let Params { threads, random, bytes } = case.params;
     let (file, want) = backing(bytes)?;
     let pages = bytes / PAGE;
     // One reader: it and the pager's handler share one CPU (threads
@@ -270,9 +245,8 @@ fn measure(how: How, case: &Case<Params>) -> Result<Sample, LabError> {
         Map::Pager(p) => p.as_ptr() as usize,
         Map::Kernel(p) => *p as usize,
     };
-    let sums: Vec<std::sync::atomic::AtomicU64> = (0..threads)
-        .map(|_| std::sync::atomic::AtomicU64::new(0))
-        .collect();
+    let sums: Vec<std::sync::atomic::AtomicU64> =
+        (0..threads).map(|_| std::sync::atomic::AtomicU64::new(0)).collect();
     let run = gang(threads, |t| {
         let s = sum_pages(base, share(t, threads, pages, random).into_iter());
         sums[t].store(s, std::sync::atomic::Ordering::Relaxed);
@@ -290,9 +264,8 @@ fn measure(how: How, case: &Case<Params>) -> Result<Sample, LabError> {
         let _ = unsafe { rustix::mm::munmap(p, bytes) };
     }
     let run = run?;
-    let got = sums.iter().fold(0u64, |a, s| {
-        a.wrapping_add(s.load(std::sync::atomic::Ordering::Relaxed))
-    });
+    let got =
+        sums.iter().fold(0u64, |a, s| a.wrapping_add(s.load(std::sync::atomic::Ordering::Relaxed)));
     if got != want {
         return Err(LabError::Sample(format!(
             "checksum {got:#x}, the file's is {want:#x}: a page was served wrong"

@@ -86,11 +86,8 @@ pub fn experiment() -> Experiment {
     .claim(SEED_CLAIM)
     .mechanism(SEED_MECHANISM)
     .section(
-        section(
-            "blocking readers (target: wake-one wasted_per_item ≤ 0.05)",
-            false,
-        )
-        .ratio(Ratio::of(WAKE_ONE, WAKE_ALL).at_least(2.0).at_case("16")),
+        section("blocking readers (target: wake-one wasted_per_item ≤ 0.05)", false)
+            .ratio(Ratio::of(WAKE_ONE, WAKE_ALL).at_least(2.0).at_case("16")),
     )
     .section(
         section("mixed: half pollers, half blocking readers", true)
@@ -123,17 +120,10 @@ fn section(title: &'static str, mixed: bool) -> Section<Params> {
     .metric(Metric::lower("wasted_per_item", "per item"))
     .metric(Metric::lower("ctx_switches_per_item", "per item"))
     .metric(Metric::lower("time_ms", "ms"))
-    .evidence(&[
-        "wakeups_per_item",
-        "wasted_per_item",
-        "ctx_switches_per_item",
-    ])
+    .evidence(&["wakeups_per_item", "wasted_per_item", "ctx_switches_per_item"])
     .variants(
         measure,
-        [
-            (WAKE_ALL, Role::Before, WakeMode::WakeAll),
-            (WAKE_ONE, Role::After, WakeMode::Exclusive),
-        ],
+        [(WAKE_ALL, Role::Before, WakeMode::WakeAll), (WAKE_ONE, Role::After, WakeMode::Exclusive)],
     )
 }
 
@@ -155,11 +145,7 @@ struct Timed {
 
 /// Measures `case` once on a fresh channel in `mode`.
 fn measure(mode: WakeMode, case: &Case<Params>) -> Result<Sample, LabError> {
-    let Params {
-        readers,
-        pollers,
-        items,
-    } = case.params;
+    let Params { readers, pollers, items } = case.params;
     let channel = Channel::<u64>::with_mode(mode);
     let received = AtomicU64::new(0);
     let poll_misses = AtomicU64::new(0);
@@ -191,8 +177,7 @@ fn measure(mode: WakeMode, case: &Case<Params>) -> Result<Sample, LabError> {
         let result = produce(channel, received, readers, items);
         drop(close);
         for h in handles {
-            h.join()
-                .map_err(|_| LabError::Panicked("a reader".into()))?;
+            h.join().map_err(|_| LabError::Panicked("a reader".into()))?;
         }
         result
     })?;
@@ -244,18 +229,13 @@ fn produce(
 ) -> Result<Timed, LabError> {
     let all_waiting = || channel.wait_queue().len() == readers;
     wait_for(all_waiting, || {
-        format!(
-            "{} of {readers} readers queued before the first item",
-            channel.wait_queue().len()
-        )
+        format!("{} of {readers} readers queued before the first item", channel.wait_queue().len())
     })?;
     let process = Usage::process();
     let own = Usage::thread();
     let start = Instant::now();
     for k in 0..items {
-        channel
-            .send(k)
-            .map_err(|_| LabError::Sample("the channel closed early".into()))?;
+        channel.send(k).map_err(|_| LabError::Sample("the channel closed early".into()))?;
         wait_for(
             || received.load(Ordering::Acquire) > k && (k + 1 == items || all_waiting()),
             || {
@@ -270,9 +250,5 @@ fn produce(
     let elapsed = start.elapsed();
     let own = Usage::thread().since(&own).ctx_switches();
     let all = Usage::process().since(&process).ctx_switches();
-    Ok(Timed {
-        elapsed,
-        wakeups: channel.stats().wakeups,
-        switches: all.saturating_sub(own),
-    })
+    Ok(Timed { elapsed, wakeups: channel.stats().wakeups, switches: all.saturating_sub(own) })
 }

@@ -51,11 +51,7 @@ mod tests {
         let all = all();
         for (i, e) in all.iter().enumerate() {
             e.validate().unwrap();
-            assert!(
-                !all[..i].iter().any(|f| f.name == e.name),
-                "{} twice",
-                e.name
-            );
+            assert!(!all[..i].iter().any(|f| f.name == e.name), "{} twice", e.name);
         }
     }
 

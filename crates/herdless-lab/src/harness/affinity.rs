@@ -60,14 +60,10 @@ impl Placement {
     pub fn split() -> Result<Placement, LabError> {
         let cpus = allowed_cpus()?;
         Ok(match cpus.split_first() {
-            Some((&first, rest)) if !rest.is_empty() => Placement {
-                driver: vec![first],
-                workers: rest.to_vec(),
-            },
-            _ => Placement {
-                driver: Vec::new(),
-                workers: Vec::new(),
-            },
+            Some((&first, rest)) if !rest.is_empty() => {
+                Placement { driver: vec![first], workers: rest.to_vec() }
+            }
+            _ => Placement { driver: Vec::new(), workers: Vec::new() },
         })
     }
 }

@@ -33,10 +33,7 @@ struct Status {
 fn read_status(tid: i32) -> Result<Status, LabError> {
     let path = format!("/proc/self/task/{tid}/status");
     let text = std::fs::read_to_string(&path).map_err(|e| {
-        LabError::os(
-            format!("reading {path} (did the thread exit before being woken?)"),
-            e,
-        )
+        LabError::os(format!("reading {path} (did the thread exit before being woken?)"), e)
     })?;
     parse_status(&text).ok_or_else(|| LabError::Sample(format!("cannot parse {path}")))
 }
@@ -59,10 +56,7 @@ fn parse_status(text: &str) -> Option<Status> {
             _ => {}
         }
     }
-    (seen == 2).then_some(Status {
-        state: state?,
-        switches,
-    })
+    (seen == 2).then_some(Status { state: state?, switches })
 }
 
 /// Waits for each of a measurement's threads to publish its thread id
@@ -72,10 +66,7 @@ pub fn collect_tids(slots: &[AtomicI32]) -> Result<Vec<i32>, LabError> {
     slots
         .iter()
         .map(|slot| {
-            wait_until(
-                || slot.load(Ordering::Acquire) != 0,
-                || "waiters starting".into(),
-            )?;
+            wait_until(|| slot.load(Ordering::Acquire) != 0, || "waiters starting".into())?;
             Ok(slot.load(Ordering::Acquire))
         })
         .collect()
@@ -122,13 +113,7 @@ mod tests {
     fn parses_state_and_both_switch_counts() {
         let text = "Name:\tx\nState:\tS (sleeping)\nTgid:\t1\n\
                     voluntary_ctxt_switches:\t12\nnonvoluntary_ctxt_switches:\t3\n";
-        assert_eq!(
-            parse_status(text),
-            Some(Status {
-                state: 'S',
-                switches: 15
-            })
-        );
+        assert_eq!(parse_status(text), Some(Status { state: 'S', switches: 15 }));
         assert_eq!(parse_status("State:\tR (running)\n"), None);
     }
 

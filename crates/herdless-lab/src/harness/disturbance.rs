@@ -179,12 +179,8 @@ struct CpuTicks {
 /// steal (guest time is already inside user and nice).
 fn parse_cpu_line(stat: &str) -> Option<CpuTicks> {
     let line = stat.lines().find(|l| l.starts_with("cpu "))?;
-    let mut v: Vec<u64> = line
-        .split_whitespace()
-        .skip(1)
-        .take(8)
-        .map(|f| f.parse().ok())
-        .collect::<Option<_>>()?;
+    let mut v: Vec<u64> =
+        line.split_whitespace().skip(1).take(8).map(|f| f.parse().ok()).collect::<Option<_>>()?;
     v.resize(8, 0); // older kernels have fewer fields
     let [user, nice, system, idle, iowait, irq, softirq, steal] = v[..] else {
         return None;
@@ -198,11 +194,7 @@ fn parse_cpu_line(stat: &str) -> Option<CpuTicks> {
 
 fn parse_loadavg(text: &str) -> Option<LoadAverage> {
     let mut f = text.split_whitespace().map(|x| x.parse::<f64>().ok());
-    Some(LoadAverage {
-        one: f.next()??,
-        five: f.next()??,
-        fifteen: f.next()??,
-    })
+    Some(LoadAverage { one: f.next()??, five: f.next()??, fifteen: f.next()?? })
 }
 
 #[cfg(test)]
@@ -228,13 +220,7 @@ mod tests {
     }
 
     fn at(total: f64, busy: f64, steal: f64, own: f64, start: Instant) -> CpuTimes {
-        CpuTimes {
-            total,
-            busy,
-            steal,
-            own,
-            at: start,
-        }
+        CpuTimes { total, busy, steal, own, at: start }
     }
 
     #[test]

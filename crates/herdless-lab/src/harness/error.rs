@@ -105,9 +105,6 @@ impl LabError {
 
     /// An OS error while doing `what`.
     pub fn os(what: impl Into<String>, source: std::io::Error) -> Self {
-        LabError::Os {
-            what: what.into(),
-            source,
-        }
+        LabError::Os { what: what.into(), source }
     }
 }

@@ -38,11 +38,7 @@ pub fn fmt_num(value: f64, digits: usize) -> String {
 /// decimal below 1%), or the absolute spread `±2.2` when the median is 0.
 pub fn fmt_spread(median: f64, spread: f64) -> String {
     if median == 0.0 {
-        return if spread == 0.0 {
-            "±0".to_string()
-        } else {
-            format!("±{}", fmt_sig(spread, 2))
-        };
+        return if spread == 0.0 { "±0".to_string() } else { format!("±{}", fmt_sig(spread, 2)) };
     }
     let pct = spread / median.abs() * 100.0;
     if pct < 0.05 {

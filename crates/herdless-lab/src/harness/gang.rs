@@ -81,10 +81,7 @@ where
                 Ok(h) => handles.push(h),
                 Err(e) => {
                     state.store(ABORT, Ordering::Release);
-                    return Err(LabError::os(
-                        format!("spawning gang thread {i} of {threads}"),
-                        e,
-                    ));
+                    return Err(LabError::os(format!("spawning gang thread {i} of {threads}"), e));
                 }
             }
         }

@@ -27,13 +27,7 @@ pub fn grid_aligned(
     max_width: usize,
 ) -> String {
     let widths: Vec<usize> = (0..header.len())
-        .map(|i| {
-            rows.iter()
-                .map(|r| width(&r[i]))
-                .chain([width(&header[i])])
-                .max()
-                .unwrap_or(0)
-        })
+        .map(|i| rows.iter().map(|r| width(&r[i])).chain([width(&header[i])]).max().unwrap_or(0))
         .collect();
     if widths.is_empty() {
         return String::new();
@@ -101,10 +95,7 @@ mod tests {
     #[test]
     fn leading_label_columns_align_left() {
         let header = strings(&["n", "variant", "value"]);
-        let rows = vec![
-            strings(&["1", "a", "10"]),
-            strings(&["2", "long-name", "2"]),
-        ];
+        let rows = vec![strings(&["1", "a", "10"]), strings(&["2", "long-name", "2"])];
         assert_eq!(
             grid_aligned(&header, &rows, 2, 100),
             "n  variant    value\n-  ---------  -----\n1  a             10\n2  long-name      2\n"

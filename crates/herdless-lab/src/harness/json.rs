@@ -28,9 +28,7 @@ impl Report {
             reps: opts.reps,
             warmup_reps: opts.warmup,
             herdless_stats: herdless::stats::ENABLED,
-            started_unix: started
-                .duration_since(UNIX_EPOCH)
-                .map_or(0, |d| d.as_secs()),
+            started_unix: started.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs()),
             conditions: Conditions::default(),
             experiments,
         }
@@ -44,23 +42,16 @@ impl Report {
 
     /// Writes the report as pretty-printed JSON into a claimed file.
     pub fn write_json_to(&self, out: OutputFile) -> Result<std::path::PathBuf, LabError> {
-        let text = serde_json::to_string_pretty(self).map_err(|source| LabError::Json {
-            path: out.path().to_path_buf(),
-            source,
-        })?;
+        let text = serde_json::to_string_pretty(self)
+            .map_err(|source| LabError::Json { path: out.path().to_path_buf(), source })?;
         out.write((text + "\n").as_bytes())
     }
 
     /// Reads a report written by [`Report::write_json`].
     pub fn read_json(path: &Path) -> Result<Report, LabError> {
-        let text = std::fs::read_to_string(path).map_err(|source| LabError::File {
-            path: path.to_path_buf(),
-            source,
-        })?;
-        let json = |source| LabError::Json {
-            path: path.to_path_buf(),
-            source,
-        };
+        let text = std::fs::read_to_string(path)
+            .map_err(|source| LabError::File { path: path.to_path_buf(), source })?;
+        let json = |source| LabError::Json { path: path.to_path_buf(), source };
         // Look at the schema number first, so that a file of another
         // schema gets that error rather than a field-level decoding error.
         #[derive(serde::Deserialize)]
@@ -79,21 +70,15 @@ impl Report {
         report.fill_outcomes();
         report
             .check_shape()
-            .map_err(|message| LabError::Inconsistent {
-                path: path.to_path_buf(),
-                message,
-            })?;
+            .map_err(|message| LabError::Inconsistent { path: path.to_path_buf(), message })?;
         Ok(report)
     }
 
     /// Gives every judged ratio without an `outcome` (files of labs before
     /// it was written) the one its `met` and `confidence` make.
     fn fill_outcomes(&mut self) {
-        let ratios = self
-            .experiments
-            .iter_mut()
-            .flat_map(|e| &mut e.sections)
-            .flat_map(|s| &mut s.ratios);
+        let ratios =
+            self.experiments.iter_mut().flat_map(|e| &mut e.sections).flat_map(|s| &mut s.ratios);
         for r in ratios.filter(|r| r.outcome.is_none()) {
             r.outcome = r.met.zip(r.confidence).map(|(met, c)| Outcome::of(met, c));
         }
@@ -149,9 +134,7 @@ mod tests {
         // As an earlier lab wrote it: a low-confidence verdict, no outcome.
         ratio.confidence = Some(Confidence::Low);
         let mut json = serde_json::to_value(&report).unwrap();
-        let ratios = json["experiments"][0]["sections"][0]["ratios"]
-            .as_array_mut()
-            .unwrap();
+        let ratios = json["experiments"][0]["sections"][0]["ratios"].as_array_mut().unwrap();
         for r in ratios.iter_mut() {
             r.as_object_mut().unwrap().remove("outcome");
         }

@@ -31,12 +31,7 @@ impl Machine {
             .ok()
             .and_then(|text| cpu_model(&text))
             .unwrap_or_else(|| "unknown".into());
-        Machine {
-            cores,
-            kernel,
-            cpu_model,
-            lab_version: env!("CARGO_PKG_VERSION").to_string(),
-        }
+        Machine { cores, kernel, cpu_model, lab_version: env!("CARGO_PKG_VERSION").to_string() }
     }
 }
 

@@ -72,11 +72,8 @@ pub fn paragraph(s: &SectionReport) -> String {
     let targets = n.targets();
     // "1 of 2 targets met", and how many are undecided where any are.
     let met = {
-        let mut text = format!(
-            "{} of {targets} target{} met",
-            n.met,
-            if targets == 1 { "" } else { "s" }
-        );
+        let mut text =
+            format!("{} of {targets} target{} met", n.met, if targets == 1 { "" } else { "s" });
         if n.undecided > 0 {
             let _ = write!(
                 text,
@@ -107,17 +104,10 @@ pub fn paragraph(s: &SectionReport) -> String {
         out.push(' ');
         out.push_str(&peers);
     }
-    let failed = s
-        .cases
-        .iter()
-        .flat_map(|c| &c.cells)
-        .filter(|cell| !cell.errors.is_empty())
-        .count();
+    let failed =
+        s.cases.iter().flat_map(|c| &c.cells).filter(|cell| !cell.errors.is_empty()).count();
     if failed > 0 {
-        let _ = write!(
-            out,
-            " {failed} measurement(s) failed; the tables say which."
-        );
+        let _ = write!(out, " {failed} measurement(s) failed; the tables say which.");
     }
     out
 }
@@ -184,10 +174,7 @@ fn peers(s: &SectionReport) -> Option<String> {
     if parts.is_empty() {
         return None;
     }
-    Some(format!(
-        "Against the kernel and the peers: {}.",
-        parts.join("; ")
-    ))
+    Some(format!("Against the kernel and the peers: {}.", parts.join("; ")))
 }
 
 #[cfg(test)]
@@ -196,11 +183,7 @@ mod tests {
     use crate::harness::toy::Toy;
 
     fn toy(target: f64) -> SectionReport {
-        Toy {
-            target,
-            ..Toy::default()
-        }
-        .section()
+        Toy { target, ..Toy::default() }.section()
     }
 
     #[test]
@@ -218,10 +201,7 @@ mod tests {
             text.contains("at n 4: wasted (per item, lower is better): old 12.0, new 0, kern 0."),
             "{text}"
         );
-        assert!(
-            text.contains("Against the kernel and the peers: kern/new 2.00×."),
-            "{text}"
-        );
+        assert!(text.contains("Against the kernel and the peers: kern/new 2.00×."), "{text}");
     }
 
     #[test]

@@ -46,10 +46,7 @@ impl OutputFile {
             .permissions(Permissions::from_mode(0o666)) // less the umask, as `File::create`
             .tempfile_in(folder)
             .map_err(fail(path))?;
-        Ok(OutputFile {
-            path: path.to_path_buf(),
-            temp,
-        })
+        Ok(OutputFile { path: path.to_path_buf(), temp })
     }
 
     /// The file's path.
@@ -59,10 +56,7 @@ impl OutputFile {
 
     /// Writes `bytes` and renames them over the file; returns its path.
     pub fn write(mut self, bytes: &[u8]) -> Result<PathBuf, LabError> {
-        let fail = |source| LabError::File {
-            path: self.path.clone(),
-            source,
-        };
+        let fail = |source| LabError::File { path: self.path.clone(), source };
         self.temp.write_all(bytes).map_err(fail)?;
         self.temp.as_file().sync_all().map_err(fail)?;
         self.temp.persist(&self.path).map_err(|e| fail(e.error))?;
@@ -80,15 +74,10 @@ pub struct OutputDir {
 impl OutputDir {
     /// Creates `path` if missing and checks a file can be created in it.
     pub fn claim(path: &Path) -> Result<OutputDir, LabError> {
-        let fail = |source| LabError::File {
-            path: path.to_path_buf(),
-            source,
-        };
+        let fail = |source| LabError::File { path: path.to_path_buf(), source };
         std::fs::create_dir_all(path).map_err(fail)?;
         tempfile::tempfile_in(path).map_err(fail)?;
-        Ok(OutputDir {
-            path: path.to_path_buf(),
-        })
+        Ok(OutputDir { path: path.to_path_buf() })
     }
 
     /// The folder.
@@ -130,10 +119,8 @@ mod tests {
         std::fs::write(&path, "old").unwrap();
         drop(OutputFile::claim(&path).unwrap());
         assert_eq!(std::fs::read_to_string(&path).unwrap(), "old");
-        let names: Vec<_> = std::fs::read_dir(&dir)
-            .unwrap()
-            .map(|e| e.unwrap().file_name())
-            .collect();
+        let names: Vec<_> =
+            std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name()).collect();
         assert_eq!(names, ["out.json"], "no temporary file left");
         std::fs::remove_dir_all(dir).unwrap();
     }
@@ -145,10 +132,7 @@ mod tests {
         // A folder where the file should be, and a file where a folder
         // should be.
         let err = OutputFile::claim(&dir).unwrap_err();
-        assert!(
-            matches!(&err, LabError::File { path, .. } if path == &dir),
-            "{err}"
-        );
+        assert!(matches!(&err, LabError::File { path, .. } if path == &dir), "{err}");
         let file = dir.join("plain");
         std::fs::write(&file, "x").unwrap();
         let err = OutputFile::claim(&file.join("out.json")).unwrap_err();
@@ -156,11 +140,7 @@ mod tests {
         let err = OutputDir::claim(&file.join("plots")).unwrap_err();
         assert!(err.to_string().contains("plain"), "{err}");
         let ok = OutputDir::claim(&dir.join("plots")).unwrap();
-        assert_eq!(
-            std::fs::read_dir(ok.path()).unwrap().count(),
-            0,
-            "no probe left"
-        );
+        assert_eq!(std::fs::read_dir(ok.path()).unwrap().count(), 0, "no probe left");
         std::fs::remove_dir_all(dir).unwrap();
     }
 }

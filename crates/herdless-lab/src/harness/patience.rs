@@ -25,10 +25,7 @@ pub fn wait_until(
     while !done() {
         polls = polls.wrapping_add(1);
         if polls.is_multiple_of(256) && start.elapsed() > PATIENCE {
-            return Err(LabError::Stuck {
-                what: what(),
-                after: PATIENCE,
-            });
+            return Err(LabError::Stuck { what: what(), after: PATIENCE });
         }
         thread::yield_now();
     }

@@ -29,18 +29,14 @@ const COLOURS: [RGBColor; 6] = [
 /// Writes one SVG per section of `exp` into `dir` (created if missing) and
 /// returns the files written.
 pub fn write_plots(exp: &ExperimentReport, dir: &Path) -> Result<Vec<PathBuf>, LabError> {
-    std::fs::create_dir_all(dir).map_err(|source| LabError::File {
-        path: dir.to_path_buf(),
-        source,
-    })?;
+    std::fs::create_dir_all(dir)
+        .map_err(|source| LabError::File { path: dir.to_path_buf(), source })?;
     let mut written = Vec::new();
     for section in &exp.sections {
         let path = dir.join(file_name(exp, section));
         if let Some(svg) = svg(exp, section)? {
-            std::fs::write(&path, svg).map_err(|source| LabError::File {
-                path: path.clone(),
-                source,
-            })?;
+            std::fs::write(&path, svg)
+                .map_err(|source| LabError::File { path: path.clone(), source })?;
             written.push(path);
         }
     }
@@ -85,12 +81,7 @@ fn ticks(lo: f64, hi: f64) -> Vec<f64> {
         out.clear();
         let mut decade = 10f64.powf(lo.log10().floor());
         while decade <= hi {
-            out.extend(
-                mantissas
-                    .iter()
-                    .map(|m| m * decade)
-                    .filter(|v| (lo..=hi).contains(v)),
-            );
+            out.extend(mantissas.iter().map(|m| m * decade).filter(|v| (lo..=hi).contains(v)));
             decade *= 10.0;
         }
         if out.len() <= 12 {
@@ -124,10 +115,7 @@ fn draw(exp: &ExperimentReport, s: &SectionReport, out: &mut String) -> Result<b
 
     let root = SVGBackend::with_string(out, (900, 540)).into_drawing_area();
     root.fill(&WHITE).map_err(|e| fail(&e))?;
-    let caption = format!(
-        "{}: {} — median {} ({})",
-        exp.name, s.title, metric.name, metric.unit
-    );
+    let caption = format!("{}: {} — median {} ({})", exp.name, s.title, metric.name, metric.unit);
     let n = s.cases.len() as i32;
     let mut chart = ChartBuilder::on(&root)
         .caption(caption, ("sans-serif", 20))
@@ -136,9 +124,7 @@ fn draw(exp: &ExperimentReport, s: &SectionReport, out: &mut String) -> Result<b
         .y_label_area_size(72)
         .build_cartesian_2d(
             (0..n - 1).into_segmented(),
-            (lo / 1.5..hi * 3.0)
-                .log_scale()
-                .with_key_points(ticks(lo / 1.5, hi * 3.0)),
+            (lo / 1.5..hi * 3.0).log_scale().with_key_points(ticks(lo / 1.5, hi * 3.0)),
         )
         .map_err(|e| fail(&e))?;
     let label = |v: &SegmentValue<i32>| match v {
@@ -162,21 +148,14 @@ fn draw(exp: &ExperimentReport, s: &SectionReport, out: &mut String) -> Result<b
         let colour = COLOURS[i % COLOURS.len()];
         let at = |(c, m): (usize, f64)| (SegmentValue::CenterOf(c as i32), m);
         chart
-            .draw_series(LineSeries::new(
-                points.iter().copied().map(at),
-                colour.stroke_width(2),
-            ))
+            .draw_series(LineSeries::new(points.iter().copied().map(at), colour.stroke_width(2)))
             .map_err(|e| fail(&e))?
             .label(name)
             .legend(move |(x, y)| {
                 PathElement::new(vec![(x, y), (x + 20, y)], colour.stroke_width(2))
             });
         chart
-            .draw_series(
-                points
-                    .into_iter()
-                    .map(|p| Circle::new(at(p), 3, colour.filled())),
-            )
+            .draw_series(points.into_iter().map(|p| Circle::new(at(p), 3, colour.filled())))
             .map_err(|e| fail(&e))?;
     }
     chart

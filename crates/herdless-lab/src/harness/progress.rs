@@ -22,9 +22,7 @@ impl Progress {
     /// stderr is a terminal.
     pub fn new(name: &str, steps: u64, visible: bool) -> Progress {
         if !visible || !std::io::stderr().is_terminal() {
-            return Progress {
-                bar: ProgressBar::hidden(),
-            };
+            return Progress { bar: ProgressBar::hidden() };
         }
         let bar = ProgressBar::with_draw_target(Some(steps), ProgressDrawTarget::stderr());
         let style = ProgressStyle::with_template(

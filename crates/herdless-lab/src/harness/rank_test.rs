@@ -17,11 +17,8 @@ pub fn p_value(a: &[f64], b: &[f64]) -> f64 {
         return 1.0;
     }
     // Doubled mid-ranks of the pooled samples (integers even with ties).
-    let mut pooled: Vec<(f64, bool)> = a
-        .iter()
-        .map(|&x| (x, true))
-        .chain(b.iter().map(|&x| (x, false)))
-        .collect();
+    let mut pooled: Vec<(f64, bool)> =
+        a.iter().map(|&x| (x, true)).chain(b.iter().map(|&x| (x, false))).collect();
     pooled.sort_by(|x, y| x.0.total_cmp(&y.0));
     let total = m + n;
     let mut ranks2 = vec![0usize; total];

@@ -185,11 +185,7 @@ pub struct RatioReport {
 impl MetricInfo {
     /// `time_ms (ms, lower is better)`: how every output names a metric.
     pub fn heading(&self) -> String {
-        let better = if self.lower_is_better {
-            "lower"
-        } else {
-            "higher"
-        };
+        let better = if self.lower_is_better { "lower" } else { "higher" };
         format!("{} ({}, {better} is better)", self.name, self.unit)
     }
 }
@@ -257,20 +253,12 @@ impl SectionReport {
     /// Whether any cell holds `metric` (a peer may lack a counter, and a
     /// build without herdless's counters lacks them all).
     pub fn measured(&self, metric: &str) -> bool {
-        self.cases
-            .iter()
-            .flat_map(|c| &c.cells)
-            .any(|cell| cell.metrics.contains_key(metric))
+        self.cases.iter().flat_map(|c| &c.cells).any(|cell| cell.metrics.contains_key(metric))
     }
 
     /// Summary of `metric` for `variant` on case `case`.
     pub fn summary(&self, case: usize, variant: &str, metric: &str) -> Option<&Summary> {
-        self.cases[case]
-            .cells
-            .iter()
-            .find(|c| c.variant == variant)?
-            .metrics
-            .get(metric)
+        self.cases[case].cells.iter().find(|c| c.variant == variant)?.metrics.get(metric)
     }
 
     /// Median of `metric` for `variant` on case `case`.

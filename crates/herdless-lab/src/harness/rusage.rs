@@ -35,9 +35,7 @@ impl Usage {
     /// Counts since `earlier` (saturating, as counters never go back).
     pub fn since(&self, earlier: &Usage) -> Usage {
         Usage {
-            voluntary_switches: self
-                .voluntary_switches
-                .saturating_sub(earlier.voluntary_switches),
+            voluntary_switches: self.voluntary_switches.saturating_sub(earlier.voluntary_switches),
             involuntary_switches: self
                 .involuntary_switches
                 .saturating_sub(earlier.involuntary_switches),

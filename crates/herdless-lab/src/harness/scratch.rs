@@ -45,11 +45,7 @@ pub fn scratch_dir(what: &str) -> Result<TempDir, LabError> {
 /// open (`/proc/<lab>/fd/N`: the file has no name of its own).
 pub fn fd_path(file: &File) -> PathBuf {
     use std::os::fd::AsRawFd;
-    PathBuf::from(format!(
-        "/proc/{}/fd/{}",
-        std::process::id(),
-        file.as_raw_fd()
-    ))
+    PathBuf::from(format!("/proc/{}/fd/{}", std::process::id(), file.as_raw_fd()))
 }
 
 /// Values made once per size and shared afterwards: `static FILES:
@@ -103,10 +99,7 @@ mod tests {
         again.read_to_string(&mut text).unwrap();
         assert_eq!(text, "page");
         let target = std::fs::read_link(fd_path(&file)).unwrap();
-        assert!(
-            target.to_string_lossy().ends_with("(deleted)"),
-            "{target:?}"
-        );
+        assert!(target.to_string_lossy().ends_with("(deleted)"), "{target:?}");
     }
 
     #[test]
@@ -123,10 +116,6 @@ mod tests {
         assert_eq!(MADE.get(2, || Ok(4)).unwrap(), 4);
         assert_eq!(calls, 1);
         assert!(MADE.get(3, || Err(LabError::Sample("no".into()))).is_err());
-        assert_eq!(
-            MADE.get(3, || Ok(9)).unwrap(),
-            9,
-            "a failed make is not kept"
-        );
+        assert_eq!(MADE.get(3, || Ok(9)).unwrap(), 9, "a failed make is not kept");
     }
 }

@@ -102,20 +102,12 @@ pub struct Metric {
 impl Metric {
     /// A metric where smaller is better.
     pub const fn lower(name: &'static str, unit: &'static str) -> Self {
-        Metric {
-            name,
-            unit,
-            lower_is_better: true,
-        }
+        Metric { name, unit, lower_is_better: true }
     }
 
     /// A metric where larger is better.
     pub const fn higher(name: &'static str, unit: &'static str) -> Self {
-        Metric {
-            name,
-            unit,
-            lower_is_better: false,
-        }
+        Metric { name, unit, lower_is_better: false }
     }
 }
 
@@ -131,19 +123,13 @@ pub struct Case<P> {
 impl<P> Case<P> {
     /// A case labelled `label`.
     pub fn new(label: impl Into<String>, params: P) -> Self {
-        Case {
-            label: label.into(),
-            params,
-        }
+        Case { label: label.into(), params }
     }
 
     /// One case per value of `values`, labelled by the value (`"8"`), with
     /// the parameters `params` makes of it.
     pub fn each<T: Copy + std::fmt::Display>(values: &[T], params: impl Fn(T) -> P) -> Vec<Self> {
-        values
-            .iter()
-            .map(|&v| Case::new(v.to_string(), params(v)))
-            .collect()
+        values.iter().map(|&v| Case::new(v.to_string(), params(v))).collect()
     }
 }
 
@@ -197,11 +183,7 @@ impl<P> Variant<P> {
         role: Role,
         run: impl Fn(&Case<P>) -> Result<Sample, LabError> + Send + Sync + 'static,
     ) -> Self {
-        Variant {
-            name,
-            role,
-            run: Box::new(run),
-        }
+        Variant { name, role, run: Box::new(run) }
     }
 }
 
@@ -244,13 +226,7 @@ pub struct Ratio {
 impl Ratio {
     /// `num / den`, reported without a target.
     pub fn of(num: &'static str, den: &'static str) -> Self {
-        Ratio {
-            num,
-            den,
-            target: None,
-            at: Vec::new(),
-            metric: None,
-        }
+        Ratio { num, den, target: None, at: Vec::new(), metric: None }
     }
 
     /// Claims the ratio is at least `bound`.
@@ -335,8 +311,7 @@ impl<P> Section<P> {
     ) -> Self {
         for (name, role, how) in list {
             let measure = measure.clone();
-            self.variants
-                .push(Variant::new(name, role, move |case| measure(how, case)));
+            self.variants.push(Variant::new(name, role, move |case| measure(how, case)));
         }
         self
     }
@@ -364,10 +339,8 @@ impl<P> Section<P> {
         let (Some(after), before) = (first(Role::After), first(Role::Before)) else {
             return Vec::new();
         };
-        let mut ratios: Vec<Ratio> = before
-            .map(|b| Ratio::of(after.name, b.name))
-            .into_iter()
-            .collect();
+        let mut ratios: Vec<Ratio> =
+            before.map(|b| Ratio::of(after.name, b.name)).into_iter().collect();
         for v in &self.variants {
             if matches!(v.role, Role::Kernel | Role::Peer) {
                 ratios.push(Ratio::of(v.name, after.name));
@@ -521,14 +494,7 @@ pub struct Experiment {
 impl Experiment {
     /// An experiment with no sections yet.
     pub fn new(name: &'static str, seed: &'static str) -> Self {
-        Experiment {
-            name,
-            seed,
-            claim: "",
-            mechanism: "",
-            sections: Vec::new(),
-            requires: None,
-        }
+        Experiment { name, seed, claim: "", mechanism: "", sections: Vec::new(), requires: None }
     }
 
     /// Sets the seed's headline figure.
@@ -565,8 +531,7 @@ impl Experiment {
     /// Checks every section's definition.
     pub fn validate(&self) -> Result<(), LabError> {
         for s in &self.sections {
-            s.validate()
-                .map_err(|msg| LabError::Definition(format!("{}: {msg}", self.name)))?;
+            s.validate().map_err(|msg| LabError::Definition(format!("{}: {msg}", self.name)))?;
         }
         Ok(())
     }

@@ -69,27 +69,15 @@ impl Summary {
         }
         let mut sorted = samples.to_vec();
         sorted.sort_by(f64::total_cmp);
-        let (p25, median, p75) = (
-            quantile(&sorted, 0.25),
-            quantile(&sorted, 0.5),
-            quantile(&sorted, 0.75),
-        );
+        let (p25, median, p75) =
+            (quantile(&sorted, 0.25), quantile(&sorted, 0.5), quantile(&sorted, 0.75));
         let (min, max) = (sorted[0], sorted[sorted.len() - 1]);
         let spread_kind = SpreadKind::for_samples(sorted.len());
         let spread = match spread_kind {
             SpreadKind::HalfIqr => (p75 - p25) / 2.0,
             SpreadKind::HalfRange => (max - min) / 2.0,
         };
-        Some(Summary {
-            samples: samples.to_vec(),
-            median,
-            p25,
-            p75,
-            min,
-            max,
-            spread,
-            spread_kind,
-        })
+        Some(Summary { samples: samples.to_vec(), median, p25, p75, min, max, spread, spread_kind })
     }
 }
 

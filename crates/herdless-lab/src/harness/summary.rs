@@ -96,21 +96,13 @@ fn rows(section: &SectionReport) -> Vec<Row> {
         };
         let (measured, verdict, confidence) = match section.judge(ratio) {
             Some(j) => (
-                format!(
-                    "{} (at {})",
-                    fmt_quotient(j.value),
-                    section.cases[j.case].label
-                ),
+                format!("{} (at {})", fmt_quotient(j.value), section.cases[j.case].label),
                 verdict_cell(&j),
                 j.confidence.label().to_string(),
             ),
-            None if section
-                .cases
-                .iter()
-                .zip(&ratio.values)
-                .any(|(case, value)| {
-                    ratio.applies_to(&case.label) && *value == Some(Quotient::BothZero)
-                }) =>
+            None if section.cases.iter().zip(&ratio.values).any(|(case, value)| {
+                ratio.applies_to(&case.label) && *value == Some(Quotient::BothZero)
+            }) =>
             {
                 ("0/0".to_string(), "not judged", "—".to_string())
             }

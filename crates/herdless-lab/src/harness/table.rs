@@ -42,10 +42,7 @@ struct Layout {
 pub fn render_section(s: &SectionReport) -> String {
     let layouts = [(false, 4), (false, 3), (true, 4), (true, 3)]
         .map(|(codes, digits)| Layout { codes, digits });
-    let layout = layouts
-        .into_iter()
-        .find(|&l| widest_table(s, l) <= WIDTH)
-        .unwrap_or(layouts[3]);
+    let layout = layouts.into_iter().find(|&l| widest_table(s, l) <= WIDTH).unwrap_or(layouts[3]);
     let mut out = String::new();
     let (kind, reps) = spread_of(s, &s.primary().name);
     out.push_str(&para(
@@ -80,11 +77,7 @@ pub fn render_section(s: &SectionReport) -> String {
         out.push_str(&grid(&header, &rows, WIDTH));
         if m == 0 {
             if let Some((header, rows)) = ratio_table(s, layout) {
-                let _ = writeln!(
-                    out,
-                    "\nratios of the medians ({} unless named)",
-                    metric.name
-                );
+                let _ = writeln!(out, "\nratios of the medians ({} unless named)", metric.name);
                 out.push_str(&grid(&header, &rows, WIDTH));
             }
             out.push_str("\nverdicts:\n");
@@ -98,10 +91,7 @@ pub fn render_section(s: &SectionReport) -> String {
         for cell in &case.cells {
             if let Some(first) = cell.errors.first() {
                 out.push_str(&para(
-                    &format!(
-                        "error: {} at {} {}: {first}",
-                        cell.variant, s.param, case.label
-                    ),
+                    &format!("error: {} at {} {}: {first}", cell.variant, s.param, case.label),
                     4,
                 ));
             }
@@ -113,10 +103,7 @@ pub fn render_section(s: &SectionReport) -> String {
         }
     }
     for (variant, why) in skips {
-        out.push_str(&para(
-            &format!("skipped: {variant} (not run here): {why}"),
-            4,
-        ));
+        out.push_str(&para(&format!("skipped: {variant} (not run here): {why}"), 4));
     }
     out
 }
@@ -137,12 +124,7 @@ fn notes(s: &SectionReport) -> Vec<String> {
         .iter()
         .filter_map(|c| {
             let d = c.disturbance.filter(|d| d.is_disturbed())?;
-            Some(format!(
-                "{} {:.0}%+{:.0}%",
-                c.label,
-                d.others * 100.0,
-                d.steal * 100.0
-            ))
+            Some(format!("{} {:.0}%+{:.0}%", c.label, d.others * 100.0, d.steal * 100.0))
         })
         .collect();
     if !disturbed.is_empty() {
@@ -152,10 +134,7 @@ fn notes(s: &SectionReport) -> Vec<String> {
             disturbed.join(", ")
         ));
     } else if let Some(d) = s.disturbance.filter(|d| d.is_disturbed()) {
-        lines.push(format!(
-            "disturbed while measuring this table: {}",
-            d.describe()
-        ));
+        lines.push(format!("disturbed while measuring this table: {}", d.describe()));
     }
     lines
 }
@@ -182,13 +161,7 @@ fn names(s: &SectionReport, layout: Layout) -> Vec<String> {
     s.variants
         .iter()
         .enumerate()
-        .map(|(i, v)| {
-            if layout.codes {
-                code(i)
-            } else {
-                v.name.clone()
-            }
-        })
+        .map(|(i, v)| if layout.codes { code(i) } else { v.name.clone() })
         .collect()
 }
 
@@ -218,23 +191,10 @@ fn metric_table(s: &SectionReport, m: usize, layout: Layout) -> (Vec<String>, Ve
     header.extend(names(s, layout));
     let mut rows: Vec<Vec<String>> = s.cases.iter().map(|c| vec![c.label.clone()]).collect();
     for v in 0..s.variants.len() {
-        let parts: Vec<Result<(String, String), String>> = s
-            .cases
-            .iter()
-            .map(|c| measurement(&c.cells[v], metric, layout.digits))
-            .collect();
-        let mw = parts
-            .iter()
-            .flatten()
-            .map(|(m, _)| width(m))
-            .max()
-            .unwrap_or(0);
-        let sw = parts
-            .iter()
-            .flatten()
-            .map(|(_, s)| width(s))
-            .max()
-            .unwrap_or(0);
+        let parts: Vec<Result<(String, String), String>> =
+            s.cases.iter().map(|c| measurement(&c.cells[v], metric, layout.digits)).collect();
+        let mw = parts.iter().flatten().map(|(m, _)| width(m)).max().unwrap_or(0);
+        let sw = parts.iter().flatten().map(|(_, s)| width(s)).max().unwrap_or(0);
         for (row, part) in rows.iter_mut().zip(parts) {
             row.push(match part {
                 Ok((median, spread)) => format!(
@@ -252,10 +212,7 @@ fn metric_table(s: &SectionReport, m: usize, layout: Layout) -> (Vec<String>, Ve
 /// `(median, ±spread)`, or the text standing for a missing value.
 fn measurement(cell: &Cell, metric: &str, digits: usize) -> Result<(String, String), String> {
     match cell.metrics.get(metric) {
-        Some(sum) => Ok((
-            fmt_num(sum.median, digits),
-            fmt_spread(sum.median, sum.spread),
-        )),
+        Some(sum) => Ok((fmt_num(sum.median, digits), fmt_spread(sum.median, sum.spread))),
         None if !cell.errors.is_empty() => Err("error".to_string()),
         None if cell.skipped.is_some() => Err("skipped".to_string()),
         None => Err("—".to_string()),
@@ -340,10 +297,7 @@ mod tests {
         assert_eq!(line("n "), "n        old        new       kern");
         // Medians right-aligned, spreads after them.
         assert_eq!(line("4 "), "4  40.00 ±0%  4.000 ±0%  8.000 ±0%");
-        assert_eq!(
-            line("ratios of the medians"),
-            "ratios of the medians (t unless named)"
-        );
+        assert_eq!(line("ratios of the medians"), "ratios of the medians (t unless named)");
         let ratios = text.split("ratios of the medians").nth(1).unwrap();
         let row = |n: &str| ratios.lines().find(|l| l.starts_with(n)).unwrap();
         assert_eq!(row("n "), "n   old/new  kern/new");
@@ -353,24 +307,15 @@ mod tests {
             text.contains("  old/new ≥ 5.00× at 4: met (10.0× at n 4), high confidence\n"),
             "{text}"
         );
-        assert!(
-            text.contains("\nwasted (per item, lower is better)\n"),
-            "{text}"
-        );
-        assert!(
-            !text.contains("never"),
-            "unmeasured metrics get no table: {text}"
-        );
+        assert!(text.contains("\nwasted (per item, lower is better)\n"), "{text}");
+        assert!(!text.contains("never"), "unmeasured metrics get no table: {text}");
     }
 
     #[test]
     fn many_long_variant_names_become_letters_with_a_legend() {
         let mut s = Toy::default().section();
-        let long = [
-            "a-rather-long-variant-name-old",
-            "another-long-name-new",
-            "kernel-with-a-long-name",
-        ];
+        let long =
+            ["a-rather-long-variant-name-old", "another-long-name-new", "kernel-with-a-long-name"];
         for (v, name) in s.variants.iter_mut().zip(long) {
             v.name = name.to_string();
         }
@@ -381,20 +326,18 @@ mod tests {
         }
         for r in &mut s.ratios {
             for side in [&mut r.num, &mut r.den] {
-                let i = ["old", "new", "kern"]
-                    .iter()
-                    .position(|n| n == side)
-                    .unwrap();
+                let i = ["old", "new", "kern"].iter().position(|n| n == side).unwrap();
                 *side = long[i].to_string();
             }
         }
         // Seven copies of the three columns: too wide for full names.
         let (variants, cases) = (s.variants.clone(), s.cases.clone());
         for k in 0..6 {
-            s.variants.extend(variants.iter().map(|v| VariantInfo {
-                name: format!("{}-{k}", v.name),
-                role: v.role,
-            }));
+            s.variants.extend(
+                variants
+                    .iter()
+                    .map(|v| VariantInfo { name: format!("{}-{k}", v.name), role: v.role }),
+            );
             for (case, orig) in s.cases.iter_mut().zip(&cases) {
                 case.cells.extend(orig.cells.iter().map(|c| {
                     let mut c = c.clone();
@@ -404,14 +347,8 @@ mod tests {
             }
         }
         let text = render_section(&s);
-        assert!(
-            text.contains("variants: A a-rather-long-variant-name-old (before), B "),
-            "{text}"
-        );
+        assert!(text.contains("variants: A a-rather-long-variant-name-old (before), B "), "{text}");
         assert!(text.lines().all(|l| width(l) <= WIDTH), "{text}");
-        assert!(
-            text.contains("A/B"),
-            "ratio columns use the letters: {text}"
-        );
+        assert!(text.contains("A/B"), "ratio columns use the letters: {text}");
     }
 }

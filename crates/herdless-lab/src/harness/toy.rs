@@ -34,11 +34,7 @@ pub struct Toy {
 
 impl Default for Toy {
     fn default() -> Self {
-        Toy {
-            new_ns: 1.0,
-            target: 5.0,
-            reps: 5,
-        }
+        Toy { new_ns: 1.0, target: 5.0, reps: 5 }
     }
 }
 
@@ -48,9 +44,7 @@ impl Toy {
         let cases = vec![Case::new("1", 1.0), Case::new("4", 4.0)];
         let fixed = |name, role, t: f64, wasted: f64| {
             Variant::new(name, role, move |c: &Case<f64>| {
-                Ok(Sample::new()
-                    .with("t", t * c.params)
-                    .with("wasted", wasted * c.params))
+                Ok(Sample::new().with("t", t * c.params).with("wasted", wasted * c.params))
             })
         };
         Experiment::new("toy", "seed 999: a toy (deterministic measurements)")
@@ -60,11 +54,7 @@ impl Toy {
                 Section::new(
                     "toy table",
                     "n",
-                    PerSuite {
-                        smoke: cases.clone(),
-                        quick: cases.clone(),
-                        full: cases,
-                    },
+                    PerSuite { smoke: cases.clone(), quick: cases.clone(), full: cases },
                 )
                 .metric(Metric::lower("t", "ns"))
                 .metric(Metric::lower("wasted", "per item"))
@@ -81,11 +71,7 @@ impl Toy {
     /// The options the toy runs with: the smoke suite, `reps` repetitions,
     /// no warm-up, no progress bar.
     pub fn options(&self) -> RunOptions {
-        RunOptions {
-            reps: self.reps,
-            warmup: 0,
-            ..RunOptions::new(Suite::Smoke)
-        }
+        RunOptions { reps: self.reps, warmup: 0, ..RunOptions::new(Suite::Smoke) }
     }
 
     /// A whole report of one run, on a made-up machine.
@@ -105,17 +91,9 @@ impl Toy {
     /// 10× against a bound of 10×, with a spread at `n = 4` that holds the
     /// bound.
     pub fn at_bound_report() -> Report {
-        let mut report = Toy {
-            target: 10.0,
-            ..Toy::default()
-        }
-        .report();
+        let mut report = Toy { target: 10.0, ..Toy::default() }.report();
         let s = &mut report.experiments[0].sections[0];
-        s.cases[1].cells[1]
-            .metrics
-            .get_mut("t")
-            .expect("the toy measures t")
-            .spread = 1.0;
+        s.cases[1].cells[1].metrics.get_mut("t").expect("the toy measures t").spread = 1.0;
         s.compute_ratios();
         report
     }

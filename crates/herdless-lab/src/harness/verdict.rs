@@ -228,35 +228,21 @@ impl SectionReport {
         let level = if met {
             // The least confident case, its fewest samples, any
             // disturbance.
-            levels
-                .iter()
-                .map(|(_, l)| l.margin)
-                .min()
-                .map(|margin| CaseLevel {
-                    margin,
-                    samples: levels.iter().map(|(_, l)| l.samples).min().unwrap_or(0),
-                    disturbed: levels.iter().find_map(|(_, l)| l.disturbed.clone()),
-                })
+            levels.iter().map(|(_, l)| l.margin).min().map(|margin| CaseLevel {
+                margin,
+                samples: levels.iter().map(|(_, l)| l.samples).min().unwrap_or(0),
+                disturbed: levels.iter().find_map(|(_, l)| l.disturbed.clone()),
+            })
         } else {
             // The most confident missing case (the deciding one on ties).
-            levels
-                .iter()
-                .max_by_key(|(c, l)| (l.margin, *c == case))
-                .map(|(_, l)| l.clone())
+            levels.iter().max_by_key(|(c, l)| (l.margin, *c == case)).map(|(_, l)| l.clone())
         };
         let disturbed = level.as_ref().is_some_and(|l| l.disturbed.is_some());
         let (confidence, reasons) = level.map_or_else(
             || (Confidence::Low, vec!["no spread to judge by".to_string()]),
             CaseLevel::confidence,
         );
-        Some(Judgement {
-            case,
-            value,
-            met,
-            confidence,
-            reasons,
-            disturbed,
-        })
+        Some(Judgement { case, value, met, confidence, reasons, disturbed })
     }
 
     /// The confidence of case `c`'s own verdict on `ratio` (met or missed
@@ -296,26 +282,13 @@ impl SectionReport {
     /// How clearly case `c` is on the `met` (or missed) side of `bound`.
     fn case_level(&self, ratio: &RatioReport, bound: Bound, c: usize, met: bool) -> CaseLevel {
         let metric = self.ratio_metric(ratio);
-        let disturbed = self
-            .disturbance_at(c)
-            .filter(|d| d.is_disturbed())
-            .map(|d| {
-                format!(
-                    "disturbed at {} {}: {}",
-                    self.param,
-                    self.cases[c].label,
-                    d.describe()
-                )
-            });
-        let (Some(n), Some(d)) = (
-            self.summary(c, &ratio.num, metric),
-            self.summary(c, &ratio.den, metric),
-        ) else {
-            return CaseLevel {
-                margin: Confidence::Low,
-                samples: 0,
-                disturbed,
-            };
+        let disturbed = self.disturbance_at(c).filter(|d| d.is_disturbed()).map(|d| {
+            format!("disturbed at {} {}: {}", self.param, self.cases[c].label, d.describe())
+        });
+        let (Some(n), Some(d)) =
+            (self.summary(c, &ratio.num, metric), self.summary(c, &ratio.den, metric))
+        else {
+            return CaseLevel { margin: Confidence::Low, samples: 0, disturbed };
         };
         let (num, den) = ((n.median, n.spread), (d.median, d.spread));
         let margin = if clear_of(bound, interval(num, den, 2.0), met) {
@@ -325,11 +298,7 @@ impl SectionReport {
         } else {
             Confidence::Low
         };
-        CaseLevel {
-            margin,
-            samples: n.samples.len().min(d.samples.len()),
-            disturbed,
-        }
+        CaseLevel { margin, samples: n.samples.len().min(d.samples.len()), disturbed }
     }
 
     /// One line per target: met, missed or undecided (leaning met or
@@ -407,11 +376,7 @@ impl SectionReport {
         if both_zero.is_empty() {
             "no data".to_string()
         } else {
-            format!(
-                "not judged: both medians 0 (0/0) at {} {}",
-                self.param,
-                both_zero.join(", ")
-            )
+            format!("not judged: both medians 0 (0/0) at {} {}", self.param, both_zero.join(", "))
         }
     }
 }
@@ -444,16 +409,9 @@ mod tests {
         let mut s = SectionReport {
             title: "fixture".into(),
             param: "n".into(),
-            metrics: vec![MetricInfo {
-                name: "t".into(),
-                unit: "x".into(),
-                lower_is_better: true,
-            }],
+            metrics: vec![MetricInfo { name: "t".into(), unit: "x".into(), lower_is_better: true }],
             variants: ["a", "b"]
-                .map(|name| VariantInfo {
-                    name: name.into(),
-                    role: Role::Peer,
-                })
+                .map(|name| VariantInfo { name: name.into(), role: Role::Peer })
                 .to_vec(),
             cases: cells
                 .iter()
@@ -489,18 +447,10 @@ mod tests {
     fn x_over_zero_is_infinite_and_meets_at_least_and_misses_at_most() {
         // "after" never contended: before/after = 5/0.
         let s = section(&[((5.0, 0.0), (0.0, 0.0))], Bound::AtLeast(5.0));
-        assert_eq!(
-            s.ratios[0].values,
-            vec![Some(Quotient::Value(f64::INFINITY))]
-        );
+        assert_eq!(s.ratios[0].values, vec![Some(Quotient::Value(f64::INFINITY))]);
         assert_eq!(s.ratios[0].met, Some(true));
         assert_eq!(s.ratios[0].confidence, Some(Confidence::High));
-        assert!(
-            s.verdict()
-                .contains("met (worst ∞× at n 1), high confidence"),
-            "{}",
-            s.verdict()
-        );
+        assert!(s.verdict().contains("met (worst ∞× at n 1), high confidence"), "{}", s.verdict());
         let s = section(&[((5.0, 0.0), (0.0, 0.0))], Bound::AtMost(1.1));
         assert_eq!(s.ratios[0].met, Some(false));
     }
@@ -510,17 +460,10 @@ mod tests {
         let s = section(&[((0.0, 0.0), (0.0, 0.0))], Bound::AtLeast(5.0));
         assert_eq!(s.ratios[0].values, vec![Some(Quotient::BothZero)]);
         assert_eq!((s.ratios[0].met, s.ratios[0].confidence), (None, None));
-        assert!(
-            s.verdict()
-                .contains("not judged: both medians 0 (0/0) at n 1"),
-            "{}",
-            s.verdict()
-        );
+        assert!(s.verdict().contains("not judged: both medians 0 (0/0) at n 1"), "{}", s.verdict());
         // With another case measured, that case decides.
-        let s = section(
-            &[((0.0, 0.0), (0.0, 0.0)), ((60.0, 1.0), (10.0, 0.1))],
-            Bound::AtLeast(5.0),
-        );
+        let s =
+            section(&[((0.0, 0.0), (0.0, 0.0)), ((60.0, 1.0), (10.0, 0.1))], Bound::AtLeast(5.0));
         assert_eq!(s.deciding(&s.ratios[0]), Some((1, Quotient::Value(6.0))));
         assert_eq!(s.ratios[0].met, Some(true));
     }
@@ -553,10 +496,7 @@ mod tests {
         let close = ((10.2, 0.5), (10.0, 0.5)); // 1.02, within the spread
         let clear = ((20.0, 0.1), (10.0, 0.1)); // 2.0
         let s = section(&[clear, close], Bound::AtLeast(1.0));
-        assert_eq!(
-            (s.ratios[0].met, s.ratios[0].confidence),
-            (Some(true), Some(Confidence::Low))
-        );
+        assert_eq!((s.ratios[0].met, s.ratios[0].confidence), (Some(true), Some(Confidence::Low)));
         let far_miss = ((5.0, 0.1), (10.0, 0.1)); // 0.5
         let near_miss = ((9.9, 0.5), (10.0, 0.5));
         let s = section(&[near_miss, far_miss, clear], Bound::AtLeast(1.0));
@@ -586,21 +526,9 @@ mod tests {
         }
         // Clear of the bound, by twice the spread or by one: decided.
         for (cells, outcome, text) in [
-            (
-                ((20.0, 0.1), (10.0, 0.1)),
-                Outcome::Met,
-                "met (worst 2.00× at n 1), high",
-            ),
-            (
-                ((12.0, 0.7), (10.0, 0.7)),
-                Outcome::Met,
-                "met (worst 1.20× at n 1), medium",
-            ),
-            (
-                ((5.0, 0.1), (10.0, 0.1)),
-                Outcome::Missed,
-                "MISSED (worst 0.500× at n 1), high",
-            ),
+            (((20.0, 0.1), (10.0, 0.1)), Outcome::Met, "met (worst 2.00× at n 1), high"),
+            (((12.0, 0.7), (10.0, 0.7)), Outcome::Met, "met (worst 1.20× at n 1), medium"),
+            (((5.0, 0.1), (10.0, 0.1)), Outcome::Missed, "MISSED (worst 0.500× at n 1), high"),
         ] {
             let s = section(&[cells], Bound::AtLeast(1.0));
             assert_eq!(s.ratios[0].outcome, Some(outcome));
@@ -622,28 +550,16 @@ mod tests {
     fn few_repetitions_or_a_disturbed_machine_cap_the_confidence() {
         let mut s = section(&[((20.0, 0.1), (10.0, 0.1))], Bound::AtLeast(1.0));
         assert_eq!(s.ratios[0].confidence, Some(Confidence::High));
-        s.cases[0].disturbance = Some(Disturbance {
-            others: 0.4,
-            steal: 0.0,
-            seconds: 2.0,
-        });
+        s.cases[0].disturbance = Some(Disturbance { others: 0.4, steal: 0.0, seconds: 2.0 });
         s.compute_ratios();
         let j = s.judge(&s.ratios[0]).unwrap();
         assert_eq!(j.confidence, Confidence::Medium);
         assert!(j.disturbed);
-        assert!(
-            j.reasons[0].contains("disturbed at n 1: others 40%"),
-            "{:?}",
-            j.reasons
-        );
+        assert!(j.reasons[0].contains("disturbed at n 1: others 40%"), "{:?}", j.reasons);
         // A quiet row, but the section-level window says disturbed: the row
         // had its own window, which wins.
         s.cases[0].disturbance = Some(Disturbance::default());
-        s.disturbance = Some(Disturbance {
-            others: 0.5,
-            steal: 0.0,
-            seconds: 9.0,
-        });
+        s.disturbance = Some(Disturbance { others: 0.5, steal: 0.0, seconds: 9.0 });
         s.compute_ratios();
         assert_eq!(s.ratios[0].confidence, Some(Confidence::High));
         for cell in &mut s.cases[0].cells {
@@ -657,10 +573,7 @@ mod tests {
     #[test]
     fn the_interval_widens_the_quotient_both_ways() {
         assert_eq!(interval((12.0, 1.0), (10.0, 1.0), 1.0), (1.0, 13.0 / 9.0));
-        assert_eq!(
-            interval((5.0, 0.0), (0.0, 0.0), 1.0),
-            (f64::INFINITY, f64::INFINITY)
-        );
+        assert_eq!(interval((5.0, 0.0), (0.0, 0.0), 1.0), (f64::INFINITY, f64::INFINITY));
         assert_eq!(interval((5.0, 1.0), (0.0, 2.0), 1.0), (2.0, f64::INFINITY));
         assert_eq!(interval((0.0, 0.0), (0.0, 0.0), 1.0), (0.0, f64::INFINITY));
     }

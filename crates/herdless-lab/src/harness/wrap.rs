@@ -53,10 +53,7 @@ mod tests {
     fn a_paragraph_keeps_its_leading_spaces_on_the_first_line() {
         let text = para(&format!("  {}", "word ".repeat(30)), 4);
         assert!(text.starts_with("  word word"), "{text}");
-        assert!(
-            text.lines().skip(1).all(|l| l.starts_with("    word")),
-            "{text}"
-        );
+        assert!(text.lines().skip(1).all(|l| l.starts_with("    word")), "{text}");
         assert!(text.lines().all(|l| width(l) <= WIDTH), "{text}");
     }
 

@@ -114,9 +114,7 @@ pub fn measure(chan: Chan, case: &Case<Params>) -> Result<Sample, LabError> {
             p.items
         )));
     }
-    let wakeups = polls
-        .load(Ordering::Relaxed)
-        .saturating_sub(p.consumers as u64);
+    let wakeups = polls.load(Ordering::Relaxed).saturating_sub(p.consumers as u64);
     let n = p.items as f64;
     Ok(Sample::new()
         .with("items_per_s", n / elapsed.as_secs_f64())

@@ -65,12 +65,9 @@ pub fn measure(lock: AsyncMutex, case: &Case<Params>) -> Result<Sample, LabError
         macro_rules! round {
             ($lock:expr, $try:ident, $acquire:ident) => {{
                 let lock = $lock;
-                let held = lock
-                    .$try()
-                    .ok_or_else(|| LabError::Sample("lock busy".into()))?;
-                let mut waiters: Vec<Pin<Box<_>>> = (0..p.cancelled)
-                    .map(|_| Box::pin(lock.$acquire()))
-                    .collect();
+                let held = lock.$try().ok_or_else(|| LabError::Sample("lock busy".into()))?;
+                let mut waiters: Vec<Pin<Box<_>>> =
+                    (0..p.cancelled).map(|_| Box::pin(lock.$acquire())).collect();
                 for w in &mut waiters {
                     if !poll_once(w.as_mut(), noop) {
                         return Err(LabError::Sample("a waiter got a held lock".into()));

@@ -74,11 +74,7 @@ fn lock_section(runtime: Runtime) -> Section<lock::Params> {
     let cases = |rows: &[(usize, bool)], total_ops: u64| {
         rows.iter()
             .map(|&(t, held)| {
-                let label = if held {
-                    format!("{t} held")
-                } else {
-                    t.to_string()
-                };
+                let label = if held { format!("{t} held") } else { t.to_string() };
                 Case::new(
                     label,
                     lock::Params {
@@ -107,10 +103,7 @@ fn lock_section(runtime: Runtime) -> Section<lock::Params> {
         PerSuite {
             smoke: cases(&rows(&[2], &[8]), 2_000),
             quick: cases(&rows(&[1, 4, 16, 64], &[4, 16, 64]), 40_000),
-            full: cases(
-                &rows(&[1, 2, 4, 8, 16, 32, 64], &[2, 4, 8, 16, 32, 64]),
-                200_000,
-            ),
+            full: cases(&rows(&[1, 2, 4, 8, 16, 32, 64], &[2, 4, 8, 16, 32, 64]), 200_000),
         },
     )
     .metric(Metric::higher("ops_per_s", "ops/s"))
@@ -125,11 +118,7 @@ fn lock_section(runtime: Runtime) -> Section<lock::Params> {
 
 fn channel_section(runtime: Runtime) -> Section<channel::Params> {
     let cases = |consumers: &[usize], items: u64| {
-        Case::each(consumers, |consumers| channel::Params {
-            runtime,
-            consumers,
-            items,
-        })
+        Case::each(consumers, |consumers| channel::Params { runtime, consumers, items })
     };
     let title = match runtime {
         Runtime::Tokio => "channel, tokio: one producer, C consumers",
@@ -162,11 +151,7 @@ fn channel_section(runtime: Runtime) -> Section<channel::Params> {
     // over a reference of exactly 1 is not expressible as a ratio of two
     // variants; the table shows it, and the ratio to flume's count is
     // judged instead: no more wakeups per item than flume).
-    .ratio(
-        Ratio::of(HERDLESS, FLUME)
-            .on_metric("wakeups_per_item")
-            .at_most(1.0),
-    )
+    .ratio(Ratio::of(HERDLESS, FLUME).on_metric("wakeups_per_item").at_most(1.0))
 }
 
 fn handoff_section() -> Section<handoff::Params> {

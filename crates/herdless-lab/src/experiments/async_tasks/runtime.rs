@@ -39,11 +39,7 @@ pub struct Counted<F> {
 impl<F> Counted<F> {
     /// Wraps `inner`; its polls are added to `total` when it completes.
     pub fn new(inner: F, total: Arc<AtomicU64>) -> Self {
-        Counted {
-            inner: Box::pin(inner),
-            polls: 0,
-            total,
-        }
+        Counted { inner: Box::pin(inner), polls: 0, total }
     }
 }
 
@@ -95,8 +91,7 @@ where
             let handles: Vec<_> = tasks.into_iter().map(|t| rt.spawn(t)).collect();
             rt.block_on(async {
                 for h in handles {
-                    h.await
-                        .map_err(|_| LabError::Panicked("a tokio task".into()))?;
+                    h.await.map_err(|_| LabError::Panicked("a tokio task".into()))?;
                 }
                 Ok::<_, LabError>(())
             })?;
@@ -128,9 +123,7 @@ where
             drop(stop); // ends every worker's `run`
             for t in threads {
                 // The worker's own result is `recv`'s "closed": expected.
-                let _closed = t
-                    .join()
-                    .map_err(|_| LabError::Panicked("a smol worker".into()))?;
+                let _closed = t.join().map_err(|_| LabError::Panicked("a smol worker".into()))?;
             }
             joined.map_err(|_| LabError::Panicked("a smol task".into()))?;
             Ok(elapsed)

@@ -81,9 +81,7 @@ impl RegionPage {
     /// Page `page` of the region starting at `base` (page-aligned, mapped
     /// while the caller uses the result).
     pub(crate) fn new(base: usize, page: usize) -> Self {
-        RegionPage {
-            addr: base + page * PAGE,
-        }
+        RegionPage { addr: base + page * PAGE }
     }
 
     fn lock_word(&self) -> &AtomicU32 {
@@ -104,10 +102,7 @@ impl RegionPage {
         let mut spins = 0u32;
         // Acquire pairs with `unlock`'s Release: the counter the last holder
         // wrote is visible.
-        while lock
-            .compare_exchange_weak(0, 1, Ordering::Acquire, Ordering::Relaxed)
-            .is_err()
-        {
+        while lock.compare_exchange_weak(0, 1, Ordering::Acquire, Ordering::Relaxed).is_err() {
             spins += 1;
             if spins < 64 {
                 std::hint::spin_loop();

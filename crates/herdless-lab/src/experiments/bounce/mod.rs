@@ -71,15 +71,7 @@ pub fn experiment() -> Experiment {
         PerSuite {
             smoke: cases(&["", "rnd racing ver", "racing discard"], 128, 2),
             quick: cases(
-                &[
-                    "",
-                    "rnd",
-                    "racing",
-                    "rnd racing",
-                    "ver",
-                    "rnd racing ver",
-                    "racing discard",
-                ],
+                &["", "rnd", "racing", "rnd racing", "ver", "rnd racing ver", "racing discard"],
                 1024,
                 3,
             ),
@@ -107,9 +99,7 @@ pub fn experiment() -> Experiment {
         s = s.metric(Metric::lower(name, "faults"));
     }
     let s = s
-        .variant(Variant::new("poll", Role::Before, |c| {
-            run::measure(HandlerMode::Poll, c)
-        }))
+        .variant(Variant::new("poll", Role::Before, |c| run::measure(HandlerMode::Poll, c)))
         .variant(Variant::new("blocking-read", Role::After, |c| {
             run::measure(HandlerMode::BlockingRead, c)
         }))

@@ -26,11 +26,7 @@ pub(crate) fn measure(mode: HandlerMode, case: &Case<Params>) -> Result<Sample, 
         )));
     }
     // The discarded quarter (pages from `zone` on), whole chunks.
-    let zone = if p.discard {
-        p.pages - (p.pages / 4) / CHUNK * CHUNK
-    } else {
-        p.pages
-    };
+    let zone = if p.discard { p.pages - (p.pages / 4) / CHUNK * CHUNK } else { p.pages };
     let expected: Vec<AtomicU64> = (0..p.pages).map(|_| AtomicU64::new(0)).collect();
     let mut src = area::initial(p.pages);
     let mut wall = Duration::ZERO;
@@ -127,11 +123,7 @@ fn lock_and_count(
 ) {
     let per = zone / p.threads;
     let first = t * per;
-    let ops = if t + 1 == p.threads {
-        zone - first
-    } else {
-        per
-    };
+    let ops = if t + 1 == p.threads { zone - first } else { per };
     let mut x = 0x9E37_79B9_7F4A_7C15_u64 ^ (((b as u64) << 32) | (t as u64 + 1));
     for k in 0..ops {
         let page = if p.rnd {
@@ -149,9 +141,7 @@ fn lock_and_count(
         // Acquire/Release orders it: Relaxed is enough.
         let want = expected[page].load(Ordering::Relaxed);
         if p.ver && count != want {
-            fail(format!(
-                "page {page}: counter {count} under the lock, {want} last written"
-            ));
+            fail(format!("page {page}: counter {count} under the lock, {want} last written"));
         }
         pg.set_count(count + 1);
         expected[page].store(count + 1, Ordering::Relaxed);
@@ -172,11 +162,7 @@ fn copy_in_reverse(
     let chunks = p.pages / CHUNK;
     let per = chunks / copiers;
     let first = c * per;
-    let end = if c + 1 == copiers {
-        chunks
-    } else {
-        first + per
-    };
+    let end = if c + 1 == copiers { chunks } else { first + per };
     for page in (first * CHUNK..end * CHUNK).rev() {
         if let Err(e) = pager.populate(page * PAGE, PAGE) {
             fail(format!("populate: {e}"));

@@ -23,9 +23,7 @@ pub(crate) struct Api {
 impl Api {
     /// The API listening (or about to) on `socket`.
     pub(crate) fn new(socket: &Path) -> Self {
-        Api {
-            socket: socket.to_path_buf(),
-        }
+        Api { socket: socket.to_path_buf() }
     }
 
     /// Waits until the API answers (the socket file exists from `bind`,
@@ -79,19 +77,15 @@ impl Api {
         watch: &mut dyn FnMut() -> Result<(), LabError>,
     ) -> Result<(), LabError> {
         let what = format!("Firecracker {method} {path}");
-        let (status, text) = self
-            .request(method, path, Some(body), within, watch)
-            .map_err(|e| match e {
+        let (status, text) =
+            self.request(method, path, Some(body), within, watch).map_err(|e| match e {
                 Failed::Io(e) => LabError::os(what.clone(), e),
                 Failed::Watch(e) => reworded(e, |e| format!("{what}: {e}")),
             })?;
         if (200..300).contains(&status) {
             Ok(())
         } else {
-            Err(LabError::Sample(format!(
-                "{what}: HTTP {status} {}",
-                text.trim()
-            )))
+            Err(LabError::Sample(format!("{what}: HTTP {status} {}", text.trim())))
         }
     }
 
@@ -156,10 +150,7 @@ impl std::fmt::Display for Failed {
 fn readable(stream: &UnixStream, within: Duration) -> std::io::Result<bool> {
     use rustix::event::{poll, PollFd, PollFlags, Timespec};
     let mut fds = [PollFd::new(stream, PollFlags::IN)];
-    let timeout = Timespec::try_from(within).unwrap_or(Timespec {
-        tv_sec: 0,
-        tv_nsec: 10_000_000,
-    });
+    let timeout = Timespec::try_from(within).unwrap_or(Timespec { tv_sec: 0, tv_nsec: 10_000_000 });
     match poll(&mut fds, Some(&timeout)) {
         Ok(n) => Ok(n > 0),
         Err(rustix::io::Errno::INTR) => Ok(false),
@@ -224,11 +215,7 @@ mod tests {
 
     #[test]
     fn what_is_not_http_is_an_error_not_a_status() {
-        for text in [
-            "",
-            "SSH-2.0\r\n\r\n",
-            "HTTP/1.1 204 \r\nContent-Length: x\r\n\r\n",
-        ] {
+        for text in ["", "SSH-2.0\r\n\r\n", "HTTP/1.1 204 \r\nContent-Length: x\r\n\r\n"] {
             assert!(read_response(&mut text.as_bytes()).is_err(), "{text:?}");
         }
         let truncated = "HTTP/1.1 200 \r\nContent-Length: 10\r\n\r\nshort";

@@ -49,10 +49,7 @@ pub(crate) fn pass(line: &str, checksum: u64) -> Result<Pass, LabError> {
              a page was restored wrong"
         )));
     }
-    Ok(Pass {
-        cycles,
-        tail_cycles,
-    })
+    Ok(Pass { cycles, tail_cycles })
 }
 
 /// The TSC cycles of a `BALLOON <pages> <cycles>` line, checked to name
@@ -60,9 +57,9 @@ pub(crate) fn pass(line: &str, checksum: u64) -> Result<Pass, LabError> {
 pub(crate) fn balloon(line: &str, pages: u64) -> Result<u64, LabError> {
     let fields: Vec<&str> = line.split_whitespace().collect();
     match fields[..] {
-        ["BALLOON", n, cycles] if n.parse() == Ok(pages) => cycles
-            .parse()
-            .map_err(|_| LabError::Sample(format!("not a balloon line: {line:?}"))),
+        ["BALLOON", n, cycles] if n.parse() == Ok(pages) => {
+            cycles.parse().map_err(|_| LabError::Sample(format!("not a balloon line: {line:?}")))
+        }
         _ => Err(LabError::Sample(format!(
             "the guest ballooned otherwise than asked ({pages} pages): {line:?}"
         ))),
@@ -105,10 +102,7 @@ mod tests {
     fn a_pass_line_is_checked_against_the_snapshot() {
         let sum = checksum(1, 0);
         let line = format!("PASS 3 {sum:016x} 1234 56");
-        let want = Pass {
-            cycles: 1234,
-            tail_cycles: 56,
-        };
+        let want = Pass { cycles: 1234, tail_cycles: 56 };
         assert_eq!(pass(&line, sum).unwrap(), want);
         let wrong = pass(&format!("PASS 3 {:016x} 1234 0", sum ^ 1), sum);
         assert!(wrong.unwrap_err().to_string().contains("restored wrong"));

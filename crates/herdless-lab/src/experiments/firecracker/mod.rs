@@ -96,14 +96,7 @@ fn cases(rows: &[(usize, usize, usize)]) -> Vec<Case<Params>> {
             0 => format!("{ws_mib} MiB"),
             b => format!("{ws_mib} MiB, {b} out"),
         };
-        Case::new(
-            label,
-            Params {
-                ws_mib,
-                mem_mib,
-                balloon_mib,
-            },
-        )
+        Case::new(label, Params { ws_mib, mem_mib, balloon_mib })
     };
     rows.iter().map(|&row| case(row)).collect()
 }
@@ -139,10 +132,8 @@ fn variants(
     pages: Pages,
     list: &[(&'static str, Role, Backend)],
 ) -> Section<Params> {
-    section.variants(
-        move |backend, case| restore::measure(backend, pages, case),
-        list.iter().copied(),
-    )
+    section
+        .variants(move |backend, case| restore::measure(backend, pages, case), list.iter().copied())
 }
 
 /// 4 KiB guest memory: every backend.
@@ -160,16 +151,8 @@ fn small_pages() -> Section<Params> {
             ("fc-on-demand", Role::Peer, Backend::FcOnDemand),
             ("fc-fault-all", Role::Peer, Backend::FcFaultAll),
             ("hl-4k", Role::Before, Backend::Herdless(&[])),
-            (
-                "hl-64k",
-                Role::Peer,
-                Backend::Herdless(&["--fault-around", "64K"]),
-            ),
-            (
-                "hl-2m",
-                Role::Peer,
-                Backend::Herdless(&["--fault-around", "2M"]),
-            ),
+            ("hl-64k", Role::Peer, Backend::Herdless(&["--fault-around", "64K"])),
+            ("hl-2m", Role::Peer, Backend::Herdless(&["--fault-around", "2M"])),
             ("hl-h2", Role::Peer, Backend::Herdless(&["--handlers", "2"])),
             ("hl-prefetch", Role::After, Backend::HerdlessPrefetch(&[])),
             (
@@ -177,11 +160,7 @@ fn small_pages() -> Section<Params> {
                 Role::Peer,
                 Backend::HerdlessPrefetch(&["--prefetch-threads", "2", "--handlers", "2"]),
             ),
-            (
-                "hl-copy-all",
-                Role::Peer,
-                Backend::Herdless(&["--copy-all"]),
-            ),
+            ("hl-copy-all", Role::Peer, Backend::Herdless(&["--copy-all"])),
         ],
     )
     .ratio(Ratio::of("fc-on-demand", "hl-prefetch").at_least(10.0))
@@ -193,11 +172,8 @@ fn small_pages() -> Section<Params> {
 /// 2 MiB hugetlbfs guest memory: the File backend cannot restore into it,
 /// and fault-around has no meaning there (a fault is a whole 2 MiB page).
 fn huge_pages() -> Section<Params> {
-    let section = Section::new(
-        "2 MiB hugetlbfs guest memory, the same snapshot",
-        "working set",
-        rows(),
-    );
+    let section =
+        Section::new("2 MiB hugetlbfs guest memory, the same snapshot", "working set", rows());
     variants(
         metrics(section),
         Pages::Huge2M,
@@ -206,11 +182,7 @@ fn huge_pages() -> Section<Params> {
             ("fc-fault-all", Role::Peer, Backend::FcFaultAll),
             ("hl-2m-pages", Role::Before, Backend::Herdless(&[])),
             ("hl-prefetch", Role::After, Backend::HerdlessPrefetch(&[])),
-            (
-                "hl-copy-all",
-                Role::Peer,
-                Backend::Herdless(&["--copy-all"]),
-            ),
+            ("hl-copy-all", Role::Peer, Backend::Herdless(&["--copy-all"])),
         ],
     )
     .ratio(Ratio::of("fc-on-demand", "hl-prefetch"))
@@ -239,17 +211,9 @@ fn ballooned() -> Section<Params> {
             ("file", Role::Kernel, Backend::File),
             ("fc-on-demand", Role::Peer, Backend::FcOnDemand),
             ("hl-4k", Role::Before, Backend::Herdless(&[])),
-            (
-                "hl-64k",
-                Role::Peer,
-                Backend::Herdless(&["--fault-around", "64K"]),
-            ),
+            ("hl-64k", Role::Peer, Backend::Herdless(&["--fault-around", "64K"])),
             ("hl-prefetch", Role::After, Backend::HerdlessPrefetch(&[])),
-            (
-                "hl-copy-all",
-                Role::Peer,
-                Backend::Herdless(&["--copy-all"]),
-            ),
+            ("hl-copy-all", Role::Peer, Backend::Herdless(&["--copy-all"])),
         ],
     )
     .ratio(Ratio::of("fc-on-demand", "hl-prefetch"))

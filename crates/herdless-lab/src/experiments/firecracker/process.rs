@@ -62,11 +62,7 @@ impl Process {
             });
         }
         let child = cmd.spawn().map_err(|e| os("starting", e))?;
-        Ok(Process {
-            child,
-            name,
-            log: log.to_path_buf(),
-        })
+        Ok(Process { child, name, log: log.to_path_buf() })
     }
 
     /// Its process id.
@@ -91,11 +87,7 @@ impl Process {
     /// in `/proc/PID/io`), while it runs.
     pub(crate) fn bytes_read(&self) -> Option<u64> {
         let io = std::fs::read_to_string(format!("/proc/{}/io", self.pid())).ok()?;
-        io.lines()
-            .find_map(|l| l.strip_prefix("rchar:"))?
-            .trim()
-            .parse()
-            .ok()
+        io.lines().find_map(|l| l.strip_prefix("rchar:"))?.trim().parse().ok()
     }
 
     /// Kills it (if still running) and reaps it.
@@ -192,17 +184,8 @@ impl Vm {
                 }
             })
             .map_err(|e| LabError::os("spawning the serial reader", e))?;
-        let vm = Vm {
-            process,
-            input,
-            api: Api::new(&socket),
-            lines,
-            seen: Vec::new(),
-            logger,
-        };
-        vm.api
-            .wait_ready(Duration::from_secs(10))
-            .map_err(|e| vm.explain(e))?;
+        let vm = Vm { process, input, api: Api::new(&socket), lines, seen: Vec::new(), logger };
+        vm.api.wait_ready(Duration::from_secs(10)).map_err(|e| vm.explain(e))?;
         Ok(vm)
     }
 
@@ -302,10 +285,7 @@ impl Vm {
 /// minflt + majflt of a `/proc/PID/stat` line (fields 10 and 12; the
 /// command name in field 2 may hold spaces and parentheses).
 fn faults_of_stat(stat: &str) -> Option<u64> {
-    let fields: Vec<&str> = stat
-        .get(stat.rfind(')')? + 1..)?
-        .split_whitespace()
-        .collect();
+    let fields: Vec<&str> = stat.get(stat.rfind(')')? + 1..)?.split_whitespace().collect();
     // fields[0] is field 3 (state).
     let minflt: u64 = fields.get(7)?.parse().ok()?;
     let majflt: u64 = fields.get(9)?.parse().ok()?;

@@ -125,19 +125,11 @@ pub(crate) fn measure(
 }
 
 fn example(name: &'static str, program: &Path) -> HandlerRun {
-    HandlerRun {
-        name,
-        program: program.to_path_buf(),
-        args: Vec::new(),
-        stats: None,
-    }
+    HandlerRun { name, program: program.to_path_buf(), args: Vec::new(), stats: None }
 }
 
 fn write_file(path: &Path, bytes: &[u8]) -> Result<(), LabError> {
-    std::fs::write(path, bytes).map_err(|e| LabError::File {
-        path: path.to_path_buf(),
-        source: e,
-    })
+    std::fs::write(path, bytes).map_err(|e| LabError::File { path: path.to_path_buf(), source: e })
 }
 
 /// The working set of case `p` restored into `pages`, as `herdless-uffd
@@ -160,10 +152,7 @@ fn trace_of(
         return Ok(Arc::clone(t));
     }
     let scratch = scratch_dir("fc-record")?;
-    let (trace, stats) = (
-        scratch.path().join("recorded.trace"),
-        scratch.path().join("stats.json"),
-    );
+    let (trace, stats) = (scratch.path().join("recorded.trace"), scratch.path().join("stats.json"));
     let run = HandlerRun {
         name: "herdless-uffd",
         program: tools.herdless_uffd.clone(),
@@ -176,10 +165,7 @@ fn trace_of(
         stats: Some(stats),
     };
     restore(tools, snap, pages, p, &scratch, Some(run))?;
-    let bytes = std::fs::read(&trace).map_err(|e| LabError::File {
-        path: trace,
-        source: e,
-    })?;
+    let bytes = std::fs::read(&trace).map_err(|e| LabError::File { path: trace, source: e })?;
     let bytes = Arc::new(bytes);
     traces.insert(key, Arc::clone(&bytes));
     Ok(bytes)
@@ -250,13 +236,7 @@ fn restore(
     let t0 = Instant::now();
     let loaded = vm
         .api
-        .send(
-            "PUT",
-            "/snapshot/load",
-            &load,
-            FIRST_PASS_WITHIN,
-            &mut handler_alive,
-        )
+        .send("PUT", "/snapshot/load", &load, FIRST_PASS_WITHIN, &mut handler_alive)
         .map_err(|e| vm.explain(e));
     let load_time = t0.elapsed();
     // The nudge starts the first pass (and, with a balloon, the inflation
@@ -347,39 +327,22 @@ fn finish_handler(
     let Some(stats) = &h.stats else {
         let read = process.bytes_read().zip(read_before).map(|(a, b)| a - b);
         process.kill();
-        return Ok(Served {
-            faults: read.map(|bytes| (bytes / UFFD_MSG) as f64),
-            copied: None,
-        });
+        return Ok(Served { faults: read.map(|bytes| (bytes / UFFD_MSG) as f64), copied: None });
     };
     let status = process.wait_exit(Duration::from_secs(10))?;
     if !status.is_some_and(|s| s.success()) {
         let what = status.map_or("did not exit after the VMM did".into(), |s| s.to_string());
-        return Err(LabError::Sample(format!(
-            "{}: {what}: [{}]",
-            h.name,
-            process.log_tail(3)
-        )));
+        return Err(LabError::Sample(format!("{}: {what}: [{}]", h.name, process.log_tail(3))));
     }
-    let text = std::fs::read_to_string(stats).map_err(|e| LabError::File {
-        path: stats.clone(),
-        source: e,
-    })?;
-    let json: serde_json::Value = serde_json::from_str(&text).map_err(|e| LabError::Json {
-        path: stats.clone(),
-        source: e,
-    })?;
+    let text = std::fs::read_to_string(stats)
+        .map_err(|e| LabError::File { path: stats.clone(), source: e })?;
+    let json: serde_json::Value = serde_json::from_str(&text)
+        .map_err(|e| LabError::Json { path: stats.clone(), source: e })?;
     let errors = json["errors"].as_array().map_or(0, Vec::len);
     if errors > 0 {
-        return Err(LabError::Sample(format!(
-            "{} reported errors: {}",
-            h.name, json["errors"]
-        )));
+        return Err(LabError::Sample(format!("{} reported errors: {}", h.name, json["errors"])));
     }
-    Ok(Served {
-        faults: json["faults"].as_f64(),
-        copied: json["bytes_copied"].as_f64(),
-    })
+    Ok(Served { faults: json["faults"].as_f64(), copied: json["bytes_copied"].as_f64() })
 }
 
 #[cfg(test)]

@@ -106,11 +106,7 @@ fn take(tools: &Tools, p: &Params, checksum: u64) -> Result<Snapshot, Taken> {
             api_time,
         )?;
     }
-    vm.api.put(
-        "/actions",
-        &json!({"action_type": "InstanceStart"}),
-        api_time,
-    )?;
+    vm.api.put("/actions", &json!({"action_type": "InstanceStart"}), api_time)?;
     let (_, ready) = vm.expect("READY ", Duration::from_secs(60))?;
     let printed = ready.split_whitespace().nth(1).unwrap_or("");
     if printed != format!("{checksum:016x}") {
@@ -132,11 +128,7 @@ fn take(tools: &Tools, p: &Params, checksum: u64) -> Result<Snapshot, Taken> {
         return Err(Taken::Late(late.as_secs_f64() * 1e3));
     }
     let dir = scratch::tmpfs_dir();
-    let name = scratch
-        .path()
-        .file_name()
-        .unwrap_or_default()
-        .to_string_lossy();
+    let name = scratch.path().file_name().unwrap_or_default().to_string_lossy();
     let state = dir.join(format!("{name}.vmstate"));
     let memory = dir.join(format!("{name}.mem"));
     vm.api.put(
@@ -159,10 +151,7 @@ fn take(tools: &Tools, p: &Params, checksum: u64) -> Result<Snapshot, Taken> {
 /// Opens `path`, unlinks it, and returns the file and a path to it through
 /// `/proc/<lab>/fd` (another process can open that while the lab lives).
 fn keep_unlinked(path: &Path) -> Result<(File, PathBuf), LabError> {
-    let fail = |source| LabError::File {
-        path: path.to_path_buf(),
-        source,
-    };
+    let fail = |source| LabError::File { path: path.to_path_buf(), source };
     let file = File::open(path).map_err(fail)?;
     std::fs::remove_file(path).map_err(fail)?;
     let proc_path = scratch::fd_path(&file);

@@ -59,23 +59,13 @@ fn find() -> Result<Tools, String> {
         return Err("the lab's guest is an x86-64 program; this is another architecture".into());
     }
     let mut missing = Vec::new();
-    if let Err(e) = std::fs::File::options()
-        .read(true)
-        .write(true)
-        .open("/dev/kvm")
-    {
-        missing.push(format!(
-            "/dev/kvm cannot be opened ({e}): needs a KVM host and root"
-        ));
+    if let Err(e) = std::fs::File::options().read(true).write(true).open("/dev/kvm") {
+        missing.push(format!("/dev/kvm cannot be opened ({e}): needs a KVM host and root"));
     }
     // Firecracker creates the guest's userfaultfd: root, or access to
     // /dev/userfaultfd.
     if !rustix::process::geteuid().is_root()
-        && std::fs::File::options()
-            .read(true)
-            .write(true)
-            .open("/dev/userfaultfd")
-            .is_err()
+        && std::fs::File::options().read(true).write(true).open("/dev/userfaultfd").is_err()
     {
         missing.push("Firecracker needs userfaultfd: run as root".into());
     }
@@ -92,12 +82,8 @@ fn find() -> Result<Tools, String> {
             found
         }
     };
-    let handlers = env_path(HANDLERS_ENV).or_else(|| {
-        firecracker
-            .as_deref()
-            .and_then(Path::parent)
-            .map(Path::to_path_buf)
-    });
+    let handlers = env_path(HANDLERS_ENV)
+        .or_else(|| firecracker.as_deref().and_then(Path::parent).map(Path::to_path_buf));
     let mut handler = |name: &str| {
         let p = handlers.as_ref().map(|d| d.join(name))?;
         executable(&p, HANDLERS_ENV, &mut missing).then_some(p)
@@ -141,22 +127,14 @@ fn find() -> Result<Tools, String> {
         (Some(firecracker), Some(on_demand), Some(fault_all), Some(guest), Some(herdless_uffd))
             if missing.is_empty() =>
         {
-            Ok(Tools {
-                firecracker,
-                on_demand,
-                fault_all,
-                guest,
-                herdless_uffd,
-            })
+            Ok(Tools { firecracker, on_demand, fault_all, guest, herdless_uffd })
         }
         _ => Err(missing.join("; ")),
     }
 }
 
 fn env_path(var: &str) -> Option<PathBuf> {
-    std::env::var_os(var)
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from)
+    std::env::var_os(var).filter(|v| !v.is_empty()).map(PathBuf::from)
 }
 
 /// Whether `path` is an executable file; if not, says so in `missing`.
@@ -165,10 +143,7 @@ fn executable(path: &Path, var: &str, missing: &mut Vec<String>) -> bool {
     match std::fs::metadata(path) {
         Ok(m) if m.is_file() && m.permissions().mode() & 0o111 != 0 => true,
         Ok(_) => {
-            missing.push(format!(
-                "{} is not an executable file ({var})",
-                path.display()
-            ));
+            missing.push(format!("{} is not an executable file ({var})", path.display()));
             false
         }
         Err(e) => {
@@ -180,9 +155,7 @@ fn executable(path: &Path, var: &str, missing: &mut Vec<String>) -> bool {
 
 fn on_path(name: &str) -> Option<PathBuf> {
     let path: OsString = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
-        .map(|dir| dir.join(name))
-        .find(|p| p.is_file())
+    std::env::split_paths(&path).map(|dir| dir.join(name)).find(|p| p.is_file())
 }
 
 /// The time-stamp counter's frequency in kHz, measured once against the
@@ -227,11 +200,7 @@ mod tests {
     #[test]
     fn a_missing_file_is_named_with_the_variable_that_points_at_it() {
         let mut missing = Vec::new();
-        assert!(!executable(
-            Path::new("/no/such/firecracker"),
-            FIRECRACKER_ENV,
-            &mut missing
-        ));
+        assert!(!executable(Path::new("/no/such/firecracker"), FIRECRACKER_ENV, &mut missing));
         assert!(missing[0].contains("/no/such/firecracker"), "{missing:?}");
         assert!(missing[0].contains(FIRECRACKER_ENV), "{missing:?}");
     }

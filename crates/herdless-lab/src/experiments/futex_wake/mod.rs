@@ -65,18 +65,11 @@ fn wake_one_at_a_time() -> Section<one_at_a_time::Params> {
     let section = Section::new(
         "wake one at a time",
         "threads",
-        PerSuite {
-            smoke: cases(&[4, 8]),
-            quick: cases(&seed_ns),
-            full: cases(&seed_ns),
-        },
+        PerSuite { smoke: cases(&[4, 8]), quick: cases(&seed_ns), full: cases(&seed_ns) },
     )
     .metric(Metric::lower("per_wake_us", "µs"))
     .metric(Metric::lower("time_ms", "ms"))
-    .metric(Metric::lower(
-        "ran_during_pct",
-        "% of woken threads that ran before the last wake",
-    ))
+    .metric(Metric::lower("ran_during_pct", "% of woken threads that ran before the last wake"))
     .ratio(Ratio::of(WAITER_COUNT, ALWAYS_LOCK))
     // Issue 14's target: the kernel's floor for a queue that wakes a
     // chosen thread is 1.05–1.23× its own shared-word wake on this
@@ -100,14 +93,7 @@ fn wake_with_no_waiters() -> Section<no_waiters::Params> {
         let mut out = Vec::new();
         for &t in threads {
             let case = |label: String, shared| {
-                Case::new(
-                    label,
-                    no_waiters::Params {
-                        threads: t,
-                        shared,
-                        calls,
-                    },
-                )
+                Case::new(label, no_waiters::Params { threads: t, shared, calls })
             };
             if t == 1 {
                 out.push(case("1".into(), true));
@@ -130,16 +116,8 @@ fn wake_with_no_waiters() -> Section<no_waiters::Params> {
     .metric(Metric::lower("ns_per_wake", "ns"))
     .metric(Metric::lower("sleeps", "wakers blocked, per run"))
     .metric(Metric::lower("lock_acquisitions_per_wake", "per wake"))
-    .ratio(
-        Ratio::of(ALWAYS_LOCK, WAITER_COUNT)
-            .at_least(10.0)
-            .at_case("2 shared"),
-    )
-    .ratio(
-        Ratio::of(KERNEL, WAITER_COUNT)
-            .at_least(20.0)
-            .at_case("2 shared"),
-    )
+    .ratio(Ratio::of(ALWAYS_LOCK, WAITER_COUNT).at_least(10.0).at_case("2 shared"))
+    .ratio(Ratio::of(KERNEL, WAITER_COUNT).at_least(20.0).at_case("2 shared"))
     .ratio(Ratio::of(PARKING_LOT, WAITER_COUNT))
     .evidence(&["lock_acquisitions_per_wake", "sleeps"]);
     with_variants::<NoWaiters>(section)
@@ -148,16 +126,8 @@ fn wake_with_no_waiters() -> Section<no_waiters::Params> {
 /// Adds the four variants, each with a backend of its own.
 fn with_variants<M: Measure>(section: Section<M::Params>) -> Section<M::Params> {
     section
-        .variant(variant::<M, _>(
-            ALWAYS_LOCK,
-            Role::Before,
-            Herdless::new(WakePolicy::AlwaysLock),
-        ))
-        .variant(variant::<M, _>(
-            WAITER_COUNT,
-            Role::After,
-            Herdless::new(WakePolicy::WaiterCount),
-        ))
+        .variant(variant::<M, _>(ALWAYS_LOCK, Role::Before, Herdless::new(WakePolicy::AlwaysLock)))
+        .variant(variant::<M, _>(WAITER_COUNT, Role::After, Herdless::new(WakePolicy::WaiterCount)))
         .variant(variant::<M, _>(KERNEL, Role::Kernel, Kernel))
         .variant(variant::<M, _>(PARKING_LOT, Role::Peer, ParkingLot))
 }

@@ -42,11 +42,7 @@ impl Measure for NoWaiters {
     type Params = Params;
 
     fn measure<B: Backend>(backend: &B, case: &Case<Params>) -> Result<Sample, LabError> {
-        let Params {
-            threads,
-            shared,
-            calls,
-        } = case.params;
+        let Params { threads, shared, calls } = case.params;
         let words: Vec<Padded> = (0..threads).map(|_| Padded(AtomicU32::new(0))).collect();
         let locks_before = backend.wake_lock_acquisitions();
         let run = gang(threads, |i| {
@@ -60,10 +56,7 @@ impl Measure for NoWaiters {
             .with("sleeps", run.usage.voluntary_switches as f64);
         if let (Some(before), Some(after)) = (locks_before, backend.wake_lock_acquisitions()) {
             let wakes = (threads * calls) as f64;
-            sample = sample.with(
-                "lock_acquisitions_per_wake",
-                (after - before) as f64 / wakes,
-            );
+            sample = sample.with("lock_acquisitions_per_wake", (after - before) as f64 / wakes);
         }
         Ok(sample)
     }

@@ -95,11 +95,7 @@ impl Measure for OneAtATime {
         let _driver = Pin::current_to(&placement.driver)?;
         thread::scope(|s| {
             // Dropped at the end of this closure, before the scope joins.
-            let _release = Release {
-                backend,
-                word,
-                gate,
-            };
+            let _release = Release { backend, word, gate };
             for (i, slot) in tids.iter().enumerate() {
                 thread::Builder::new()
                     .name(format!("lab-waiter-{i}"))

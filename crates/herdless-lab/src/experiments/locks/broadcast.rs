@@ -137,11 +137,7 @@ fn round<M: Monitor<Flag>>(p: Params, counter: Option<&FutexCalls>) -> Result<Ro
     let (exit, all_done, finished, sleeps, last_ran_ns) =
         (&exit, &all_done, &finished, &sleeps, &last_ran_ns);
     thread::scope(|s| {
-        let _release = Release {
-            monitor,
-            exit,
-            waiters: n,
-        };
+        let _release = Release { monitor, exit, waiters: n };
         for (i, slot) in tids.iter().enumerate() {
             thread::Builder::new()
                 .name(format!("lab-broadcast-{i}"))

@@ -163,10 +163,7 @@ impl FutexCalls {
     pub fn stop(&self) -> Option<FutexCallCounts> {
         self.all.ioctl(IOC_DISABLE);
         self.wakes.ioctl(IOC_DISABLE);
-        Some(FutexCallCounts {
-            calls: self.all.read()?,
-            wakes: self.wakes.read()?,
-        })
+        Some(FutexCallCounts { calls: self.all.read()?, wakes: self.wakes.read()? })
     }
 }
 

@@ -93,12 +93,7 @@ fn mutex_throughput() -> Section<throughput::Params> {
     // (threads, rounds inside, rounds outside)
     let cases = |rows: &[(usize, u32, u32)], interval_ms| {
         let case = |(threads, inside, outside)| {
-            let params = throughput::Params {
-                threads,
-                inside,
-                outside,
-                interval_ms,
-            };
+            let params = throughput::Params { threads, inside, outside, interval_ms };
             Case::new(format!("{threads}: {inside}/{outside}"), params)
         };
         rows.iter().map(|&row| case(row)).collect::<Vec<_>>()
@@ -132,11 +127,7 @@ fn mutex_throughput() -> Section<throughput::Params> {
             full: cases(&full, 100),
         },
     ))
-    .evidence(&[
-        "sleeps_per_kop",
-        "table_waits_per_kop",
-        "table_wakeups_per_kop",
-    ]);
+    .evidence(&["sleeps_per_kop", "table_waits_per_kop", "table_wakeups_per_kop"]);
     with_targets(with_families::<Throughput>(section))
 }
 
@@ -145,18 +136,9 @@ fn throughput_metrics(section: Section<throughput::Params>) -> Section<throughpu
     section
         .metric(Metric::higher("ops_per_s", "acquisitions/s"))
         .metric(Metric::higher("slowest_share", "slowest thread / mean"))
-        .metric(Metric::lower(
-            "cpu_ns_per_op",
-            "ns of thread CPU time per op",
-        ))
-        .metric(Metric::lower(
-            "sleeps_per_kop",
-            "voluntary switches per 1k ops",
-        ))
-        .metric(Metric::lower(
-            "preempted_per_kop",
-            "involuntary switches per 1k ops",
-        ))
+        .metric(Metric::lower("cpu_ns_per_op", "ns of thread CPU time per op"))
+        .metric(Metric::lower("sleeps_per_kop", "voluntary switches per 1k ops"))
+        .metric(Metric::lower("preempted_per_kop", "involuntary switches per 1k ops"))
         .metric(Metric::lower("table_waits_per_kop", "per 1k ops"))
         .metric(Metric::lower("table_wakeups_per_kop", "per 1k ops"))
         .metric(Metric::lower("idle_wakes_per_kop", "per 1k ops"))
@@ -201,12 +183,8 @@ fn mutex_scaling() -> Section<throughput::Params> {
 /// longer than with std's mutex.
 fn occasional_locker() -> Section<occasional::Params> {
     let cases = |hogs: &[usize], interval_ms| {
-        let case = |hogs| {
-            Case::new(
-                format!("{hogs} hogs"),
-                occasional::Params { hogs, interval_ms },
-            )
-        };
+        let case =
+            |hogs| Case::new(format!("{hogs} hogs"), occasional::Params { hogs, interval_ms });
         hogs.iter().map(|&hogs| case(hogs)).collect::<Vec<_>>()
     };
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
@@ -216,16 +194,9 @@ fn occasional_locker() -> Section<occasional::Params> {
     let section = Section::new(
         "an occasional locker beside busy ones",
         "hogs (1/0)",
-        PerSuite {
-            smoke: cases(&[2], 20),
-            quick: cases(&quick, 100),
-            full: cases(&quick, 400),
-        },
+        PerSuite { smoke: cases(&[2], 20), quick: cases(&quick, 100), full: cases(&quick, 400) },
     )
-    .metric(Metric::lower(
-        "p99_wait_us",
-        "µs, occasional locker's p99 wait",
-    ))
+    .metric(Metric::lower("p99_wait_us", "µs, occasional locker's p99 wait"))
     .metric(Metric::lower("p50_wait_us", "µs, its median wait"))
     .metric(Metric::lower("max_wait_us", "µs, its longest wait"))
     .metric(Metric::higher("hog_ops_per_s", "the hogs' acquisitions/s"))
@@ -240,22 +211,10 @@ fn bounded_queue() -> Section<queue::Params> {
     // (producers, consumers, capacity, notify under the lock)
     let cases = |rows: &[(usize, usize, usize, bool)], interval_ms| {
         let case = |(producers, consumers, capacity, notify_under_lock)| {
-            let locked = if notify_under_lock {
-                ", notify locked"
-            } else {
-                ""
-            };
-            let params = queue::Params {
-                producers,
-                consumers,
-                capacity,
-                notify_under_lock,
-                interval_ms,
-            };
-            Case::new(
-                format!("{producers}/{consumers} cap {capacity}{locked}"),
-                params,
-            )
+            let locked = if notify_under_lock { ", notify locked" } else { "" };
+            let params =
+                queue::Params { producers, consumers, capacity, notify_under_lock, interval_ms };
+            Case::new(format!("{producers}/{consumers} cap {capacity}{locked}"), params)
         };
         rows.iter().map(|&row| case(row)).collect::<Vec<_>>()
     };
@@ -267,15 +226,8 @@ fn bounded_queue() -> Section<queue::Params> {
         (1, 1, 1, true),
         (1, 1, 64, true),
     ];
-    let shapes = [
-        (1, 1, 1),
-        (1, 1, 64),
-        (2, 2, 1),
-        (4, 4, 16),
-        (4, 1, 16),
-        (1, 4, 16),
-        (16, 16, 4),
-    ];
+    let shapes =
+        [(1, 1, 1), (1, 1, 64), (2, 2, 1), (4, 4, 16), (4, 1, 16), (1, 4, 16), (16, 16, 4)];
     let full: Vec<_> = [false, true]
         .into_iter()
         .flat_map(|locked| shapes.map(|(p, c, cap)| (p, c, cap, locked)))
@@ -290,26 +242,13 @@ fn bounded_queue() -> Section<queue::Params> {
         },
     )
     .metric(Metric::higher("items_per_s", "items/s"))
-    .metric(Metric::lower(
-        "cpu_ns_per_item",
-        "ns of thread CPU time per item",
-    ))
+    .metric(Metric::lower("cpu_ns_per_item", "ns of thread CPU time per item"))
     .metric(Metric::lower("cond_waits_per_kitem", "per 1k items"))
-    .metric(Metric::lower(
-        "sleeps_per_kitem",
-        "voluntary switches per 1k items",
-    ))
-    .metric(Metric::lower(
-        "preempted_per_kitem",
-        "involuntary switches per 1k items",
-    ))
+    .metric(Metric::lower("sleeps_per_kitem", "voluntary switches per 1k items"))
+    .metric(Metric::lower("preempted_per_kitem", "involuntary switches per 1k items"))
     .metric(Metric::lower("table_waits_per_kitem", "per 1k items"))
     .metric(Metric::lower("table_wakeups_per_kitem", "per 1k items"))
-    .evidence(&[
-        "cond_waits_per_kitem",
-        "sleeps_per_kitem",
-        "table_waits_per_kitem",
-    ]);
+    .evidence(&["cond_waits_per_kitem", "sleeps_per_kitem", "table_waits_per_kitem"]);
     with_targets(with_families::<BoundedQueue>(section))
 }
 
@@ -318,10 +257,7 @@ fn broadcast() -> Section<broadcast::Params> {
         let mut out = Vec::new();
         for &n in waiters {
             for (how, notify_holding_lock) in [("under lock", true), ("after unlock", false)] {
-                let params = broadcast::Params {
-                    waiters: n,
-                    notify_holding_lock,
-                };
+                let params = broadcast::Params { waiters: n, notify_holding_lock };
                 out.push(Case::new(format!("{n} {how}"), params));
             }
         }
@@ -330,42 +266,21 @@ fn broadcast() -> Section<broadcast::Params> {
     let section = Section::new(
         "notify_all to waiters that all need the mutex",
         "waiters, notify",
-        PerSuite {
-            smoke: cases(&[8]),
-            quick: cases(&[64]),
-            full: cases(&[16, 64, 256]),
-        },
+        PerSuite { smoke: cases(&[8]), quick: cases(&[64]), full: cases(&[16, 64, 256]) },
     )
-    .metric(Metric::lower(
-        "time_us",
-        "µs until the last waiter holds the mutex",
-    ))
+    .metric(Metric::lower("time_us", "µs until the last waiter holds the mutex"))
     .metric(Metric::lower("sleeps_per_waiter", "voluntary switches"))
     .metric(Metric::lower("futex_calls_per_waiter", "futex syscalls"))
-    .metric(Metric::lower(
-        "futex_wakes_per_waiter",
-        "waking futex syscalls",
-    ))
+    .metric(Metric::lower("futex_wakes_per_waiter", "waking futex syscalls"))
     .metric(Metric::lower("table_waits_per_waiter", "after the notify"))
-    .metric(Metric::lower(
-        "table_wakeups_per_waiter",
-        "threads dequeued",
-    ))
+    .metric(Metric::lower("table_wakeups_per_waiter", "threads dequeued"))
     .metric(Metric::lower("requeued_per_waiter", "moved to the mutex"))
-    .evidence(&[
-        "futex_wakes_per_waiter",
-        "sleeps_per_waiter",
-        "table_waits_per_waiter",
-    ]);
+    .evidence(&["futex_wakes_per_waiter", "sleeps_per_waiter", "table_waits_per_waiter"]);
     with_families::<Broadcast>(section)
         .ratio(Ratio::of(HERDLESS, PARKING_LOT))
         .ratio(Ratio::of(HERDLESS, STD))
         .ratio(Ratio::of(HERDLESS, PTHREAD))
-        .ratio(
-            Ratio::of(HERDLESS, PARKING_LOT)
-                .on_metric("futex_wakes_per_waiter")
-                .at_most(1.0),
-        )
+        .ratio(Ratio::of(HERDLESS, PARKING_LOT).on_metric("futex_wakes_per_waiter").at_most(1.0))
 }
 
 /// Tables 1 and 2: herdless / peer on the throughput, at least 1.0× against
@@ -380,16 +295,10 @@ fn with_targets<P>(section: Section<P>) -> Section<P> {
 /// Adds the four families as variants, herdless first.
 fn with_families<W: Workload>(section: Section<W::Params>) -> Section<W::Params> {
     section
-        .variant(Variant::new(HERDLESS, Role::After, |case| {
-            W::measure::<Herdless<W::Value>>(case)
-        }))
+        .variant(Variant::new(HERDLESS, Role::After, |case| W::measure::<Herdless<W::Value>>(case)))
         .variant(Variant::new(PARKING_LOT, Role::Peer, |case| {
             W::measure::<ParkingLot<W::Value>>(case)
         }))
-        .variant(Variant::new(STD, Role::Peer, |case| {
-            W::measure::<Std<W::Value>>(case)
-        }))
-        .variant(Variant::new(PTHREAD, Role::Peer, |case| {
-            W::measure::<Pthread<W::Value>>(case)
-        }))
+        .variant(Variant::new(STD, Role::Peer, |case| W::measure::<Std<W::Value>>(case)))
+        .variant(Variant::new(PTHREAD, Role::Peer, |case| W::measure::<Pthread<W::Value>>(case)))
 }

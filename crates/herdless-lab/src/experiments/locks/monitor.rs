@@ -166,9 +166,7 @@ impl<T: Send> Monitor<T> for Std<T> {
         let mut guard = self.mutex.lock().unwrap_or_else(|p| p.into_inner());
         let mut waits = 0;
         while blocked(&guard) {
-            guard = self.cvs[cv.index()]
-                .wait(guard)
-                .unwrap_or_else(|p| p.into_inner());
+            guard = self.cvs[cv.index()].wait(guard).unwrap_or_else(|p| p.into_inner());
             waits += 1;
         }
         (f(&mut guard), waits)
@@ -229,10 +227,7 @@ impl<T> Pthread<T> {
 
     fn unlock(&self) {
         // SAFETY: as in `lock`; called only by the thread holding it.
-        check(
-            unsafe { libc::pthread_mutex_unlock(self.mutex()) },
-            "unlock",
-        );
+        check(unsafe { libc::pthread_mutex_unlock(self.mutex()) }, "unlock");
     }
 }
 
@@ -240,10 +235,7 @@ impl<T: Send> Monitor<T> for Pthread<T> {
     fn boxed(value: T) -> Result<Box<Self>, LabError> {
         let mut monitor = Box::new(Pthread {
             mutex: UnsafeCell::new(MaybeUninit::uninit()),
-            cvs: [
-                UnsafeCell::new(MaybeUninit::uninit()),
-                UnsafeCell::new(MaybeUninit::uninit()),
-            ],
+            cvs: [UnsafeCell::new(MaybeUninit::uninit()), UnsafeCell::new(MaybeUninit::uninit())],
             initialised: false,
             value: UnsafeCell::new(value),
         });
@@ -303,18 +295,12 @@ impl<T: Send> Monitor<T> for Pthread<T> {
 
     fn notify_one(&self, cv: Cv) {
         // SAFETY: the condvar is initialised and has not moved.
-        check(
-            unsafe { libc::pthread_cond_signal(self.cv(cv)) },
-            "pthread_cond_signal",
-        );
+        check(unsafe { libc::pthread_cond_signal(self.cv(cv)) }, "pthread_cond_signal");
     }
 
     fn notify_all(&self, cv: Cv) {
         // SAFETY: the condvar is initialised and has not moved.
-        check(
-            unsafe { libc::pthread_cond_broadcast(self.cv(cv)) },
-            "pthread_cond_broadcast",
-        );
+        check(unsafe { libc::pthread_cond_broadcast(self.cv(cv)) }, "pthread_cond_broadcast");
     }
 }
 

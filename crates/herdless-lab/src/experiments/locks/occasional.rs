@@ -111,10 +111,7 @@ impl Workload for Occasional {
             .with("p99_wait_us", us(quantile(&waits_ns, 0.99)))
             .with("p50_wait_us", us(quantile(&waits_ns, 0.5)))
             .with("max_wait_us", us(*waits_ns.last().expect("not empty")))
-            .with(
-                "hog_ops_per_s",
-                hog_ops.load(Ordering::Relaxed) as f64 / hog_seconds,
-            ))
+            .with("hog_ops_per_s", hog_ops.load(Ordering::Relaxed) as f64 / hog_seconds))
     }
 }
 

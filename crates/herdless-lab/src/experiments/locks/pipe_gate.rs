@@ -29,10 +29,7 @@ impl PipeGate {
         }
         // SAFETY: two fresh descriptors the kernel just gave us; we own them.
         let (read, write) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
-        Ok(PipeGate {
-            read: File::from(read),
-            write: File::from(write),
-        })
+        Ok(PipeGate { read: File::from(read), write: File::from(write) })
     }
 
     /// Lets `n` passes through (`n` bytes; a pipe holds at least 4 KiB
@@ -46,11 +43,7 @@ impl PipeGate {
     /// Sleeps until one pass is available, or fails as stuck after
     /// `patience`; then takes it.
     pub fn pass_within(&self, patience: Duration) -> Result<(), LabError> {
-        let mut poll = libc::pollfd {
-            fd: self.read.as_raw_fd(),
-            events: libc::POLLIN,
-            revents: 0,
-        };
+        let mut poll = libc::pollfd { fd: self.read.as_raw_fd(), events: libc::POLLIN, revents: 0 };
         let deadline = Instant::now() + patience;
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
@@ -77,9 +70,7 @@ impl PipeGate {
     /// Sleeps until one pass is available and takes it.
     pub fn pass(&self) -> Result<(), LabError> {
         let mut byte = [0u8; 1];
-        (&self.read)
-            .read_exact(&mut byte)
-            .map_err(|e| LabError::os("reading the gate's pipe", e))
+        (&self.read).read_exact(&mut byte).map_err(|e| LabError::os("reading the gate's pipe", e))
     }
 }
 

@@ -209,22 +209,10 @@ impl Workload for BoundedQueue {
         let kitems = in_time as f64 / 1e3;
         let mut sample = Sample::new()
             .with("items_per_s", in_time as f64 / seconds)
-            .with(
-                "cpu_ns_per_item",
-                cpu_ns.load(Ordering::Relaxed) as f64 / in_time as f64,
-            )
-            .with(
-                "cond_waits_per_kitem",
-                cond_waits.load(Ordering::Relaxed) as f64 / kitems,
-            )
-            .with(
-                "sleeps_per_kitem",
-                run.usage.voluntary_switches as f64 / kitems,
-            )
-            .with(
-                "preempted_per_kitem",
-                run.usage.involuntary_switches as f64 / kitems,
-            );
+            .with("cpu_ns_per_item", cpu_ns.load(Ordering::Relaxed) as f64 / in_time as f64)
+            .with("cond_waits_per_kitem", cond_waits.load(Ordering::Relaxed) as f64 / kitems)
+            .with("sleeps_per_kitem", run.usage.voluntary_switches as f64 / kitems)
+            .with("preempted_per_kitem", run.usage.involuntary_switches as f64 / kitems);
         if let Some(t) = table {
             sample = sample
                 .with("table_waits_per_kitem", t.waits as f64 / kitems)

@@ -25,9 +25,7 @@ pub fn table_delta(before: Option<FutexStats>, after: Option<FutexStats>) -> Opt
         waits: a.waits.saturating_sub(b.waits),
         wakes: a.wakes.saturating_sub(b.wakes),
         wakes_skipped: a.wakes_skipped.saturating_sub(b.wakes_skipped),
-        wake_lock_acquisitions: a
-            .wake_lock_acquisitions
-            .saturating_sub(b.wake_lock_acquisitions),
+        wake_lock_acquisitions: a.wake_lock_acquisitions.saturating_sub(b.wake_lock_acquisitions),
         wakeups: a.wakeups.saturating_sub(b.wakeups),
         requeues: a.requeues.saturating_sub(b.requeues),
         requeued: a.requeued.saturating_sub(b.requeued),

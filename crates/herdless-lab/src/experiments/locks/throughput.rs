@@ -129,15 +129,9 @@ impl Workload for Throughput {
         let mut sample = Sample::new()
             .with("ops_per_s", total as f64 / seconds)
             .with("slowest_share", slowest / mean)
-            .with(
-                "cpu_ns_per_op",
-                cpu_ns.load(Ordering::Relaxed) as f64 / total as f64,
-            )
+            .with("cpu_ns_per_op", cpu_ns.load(Ordering::Relaxed) as f64 / total as f64)
             .with("sleeps_per_kop", run.usage.voluntary_switches as f64 / kops)
-            .with(
-                "preempted_per_kop",
-                run.usage.involuntary_switches as f64 / kops,
-            );
+            .with("preempted_per_kop", run.usage.involuntary_switches as f64 / kops);
         if let Some(t) = table {
             sample = sample
                 .with("table_waits_per_kop", t.waits as f64 / kops)

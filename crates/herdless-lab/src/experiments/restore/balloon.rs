@@ -57,14 +57,9 @@ fn re_read(base: usize, pages: usize) -> Result<ReRead, LabError> {
     let time_ms = t0.elapsed().as_secs_f64() * 1e3;
     let minor_faults = Usage::thread().since(&before).minor_faults;
     if sum != 0 {
-        return Err(LabError::Sample(format!(
-            "ballooned memory read back {sum:#x}, not zeros"
-        )));
+        return Err(LabError::Sample(format!("ballooned memory read back {sum:#x}, not zeros")));
     }
-    Ok(ReRead {
-        time_ms,
-        minor_faults,
-    })
+    Ok(ReRead { time_ms, minor_faults })
 }
 
 /// Measures one case with one server.
@@ -95,9 +90,7 @@ pub(crate) fn measure(server: Server, case: &Case<BalloonParams>) -> Result<Samp
             // SAFETY: unmapped once; nothing reads it after.
             let _ = unsafe { rustix::mm::munmap(ptr, bytes) };
             let r = r?;
-            Ok(Sample::new()
-                .with("time_ms", r.time_ms)
-                .with("minor_faults", r.minor_faults as f64))
+            Ok(Sample::new().with("time_ms", r.time_ms).with("minor_faults", r.minor_faults as f64))
         }
         Server::HerdlessUffd => {
             let snapshot = workload::snapshot(2 * bytes)?;
@@ -114,17 +107,14 @@ pub(crate) fn measure(server: Server, case: &Case<BalloonParams>) -> Result<Samp
                 let mem = GuestMemory::new(&[snapshot.len])
                     .map_err(|e| LabError::os("guest memory (userfaultfd)", e))?;
                 let base = mem.regions()[0].base;
-                let conn = mem
-                    .handoff(&socket)
-                    .map_err(|e| LabError::os("handoff", e))?;
+                let conn = mem.handoff(&socket).map_err(|e| LabError::os("handoff", e))?;
                 // The guest had these pages (one fault each), then the
                 // balloon took them.
                 let sum = workload::touch(base, &[(0, pages)]);
                 if sum != workload::expected(&snapshot, &[(0, pages)]) {
                     return Err(LabError::Sample("a page was served wrong".into()));
                 }
-                mem.discard(base, bytes)
-                    .map_err(|e| LabError::os("madvise (the balloon)", e))?;
+                mem.discard(base, bytes).map_err(|e| LabError::os("madvise (the balloon)", e))?;
                 let r = re_read(base, pages);
                 drop(conn);
                 r

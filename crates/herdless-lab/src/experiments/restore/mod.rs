@@ -79,11 +79,7 @@ pub(crate) enum How {
 }
 
 fn cases(snapshot_mib: usize, threads: &[usize]) -> Vec<Case<Params>> {
-    Case::each(threads, |threads| Params {
-        snapshot_mib,
-        working_set_percent: 10,
-        threads,
-    })
+    Case::each(threads, |threads| Params { snapshot_mib, working_set_percent: 10, threads })
 }
 
 /// The experiment.
@@ -105,27 +101,15 @@ pub fn experiment() -> Experiment {
     .variants(
         run::measure,
         [
-            (
-                "4k-on-demand",
-                Role::Before,
-                How::OnDemand { window: 4 << 10 },
-            ),
-            (
-                "fault-around-64k",
-                Role::Peer,
-                How::OnDemand { window: 64 << 10 },
-            ),
+            ("4k-on-demand", Role::Before, How::OnDemand { window: 4 << 10 }),
+            ("fault-around-64k", Role::Peer, How::OnDemand { window: 64 << 10 }),
             ("prefetch", Role::After, How::Prefetch),
             ("copy-all", Role::Peer, How::CopyAll),
             ("2m-on-demand", Role::Peer, How::Hugepages),
         ],
     )
     .ratio(Ratio::of("4k-on-demand", "prefetch").at_least(3.0))
-    .ratio(
-        Ratio::of("4k-on-demand", "prefetch")
-            .on_metric("demand_faults")
-            .at_least(20.0),
-    )
+    .ratio(Ratio::of("4k-on-demand", "prefetch").on_metric("demand_faults").at_least(20.0))
     .ratio(Ratio::of("4k-on-demand", "fault-around-64k"))
     .ratio(Ratio::of("copy-all", "prefetch"))
     .ratio(Ratio::of("4k-on-demand", "2m-on-demand"));

@@ -72,23 +72,18 @@ pub(super) fn restore(
             .map_err(|e| LabError::os("guest memory (userfaultfd)", e))?;
         let base = mem.regions()[0].base;
         let sums: Vec<AtomicU64> = (0..threads).map(|_| AtomicU64::new(0)).collect();
-        let shares: Vec<Vec<(usize, usize)>> = (0..threads)
-            .map(|t| workload::share(runs, t, threads))
-            .collect();
+        let shares: Vec<Vec<(usize, usize)>> =
+            (0..threads).map(|t| workload::share(runs, t, threads)).collect();
         let t0 = Instant::now();
-        let conn = mem
-            .handoff(&socket)
-            .map_err(|e| LabError::os("handoff", e))?;
+        let conn = mem.handoff(&socket).map_err(|e| LabError::os("handoff", e))?;
         gang(threads, |t| {
             sums[t].store(workload::touch(base, &shares[t]), Ordering::Relaxed);
         })?;
         let time = t0.elapsed();
         drop(conn); // the VMM exits: the server returns its summary
         for (t, share) in shares.iter().enumerate() {
-            let (got, want) = (
-                sums[t].load(Ordering::Relaxed),
-                workload::expected(snapshot, share),
-            );
+            let (got, want) =
+                (sums[t].load(Ordering::Relaxed), workload::expected(snapshot, share));
             if got != want {
                 return Err(LabError::Sample(format!(
                     "thread {t} summed {got:#x}, the snapshot's pages sum to {want:#x}: a page \
@@ -125,9 +120,7 @@ pub(super) fn trace_for(
     static TRACES: OnceLock<Traces> = OnceLock::new();
     let traces = TRACES.get_or_init(|| Mutex::new(HashMap::new()));
     let key = (p.snapshot_mib, p.working_set_percent, p.threads);
-    let mut traces = traces
-        .lock()
-        .map_err(|_| LabError::Panicked("the trace table".into()))?;
+    let mut traces = traces.lock().map_err(|_| LabError::Panicked("the trace table".into()))?;
     if let Some(t) = traces.get(&key) {
         return Ok(t.clone());
     }

@@ -78,16 +78,9 @@ const CHUNK: u64 = herdless_pager::object::DEFAULT_CHUNK_SIZE;
 const SAMPLE_4K: usize = 16;
 
 fn cases(snapshot_mib: usize, latencies: &[u64]) -> Vec<Case<Params>> {
-    let params = |latency_ms| Params {
-        snapshot_mib,
-        working_set_percent: 10,
-        threads: 4,
-        latency_ms,
-    };
-    latencies
-        .iter()
-        .map(|&ms| Case::new(format!("{ms} ms"), params(ms)))
-        .collect()
+    let params =
+        |latency_ms| Params { snapshot_mib, working_set_percent: 10, threads: 4, latency_ms };
+    latencies.iter().map(|&ms| Case::new(format!("{ms} ms"), params(ms))).collect()
 }
 
 /// The section.
@@ -113,40 +106,18 @@ pub(super) fn section() -> Section<Params> {
         [
             ("local-prefetch", Role::Peer, How::LocalPrefetch),
             ("s3-prefetch", Role::After, How::Prefetch),
-            (
-                "s3-on-demand",
-                Role::Peer,
-                How::OnDemand {
-                    chunk: CHUNK,
-                    sample: 1,
-                },
-            ),
+            ("s3-on-demand", Role::Peer, How::OnDemand { chunk: CHUNK, sample: 1 }),
             (
                 "s3-on-demand-4k",
                 Role::Before,
-                How::OnDemand {
-                    chunk: PAGE as u64,
-                    sample: SAMPLE_4K,
-                },
+                How::OnDemand { chunk: PAGE as u64, sample: SAMPLE_4K },
             ),
             ("s3-prefetch-4x", Role::Peer, How::PrefetchFour),
         ],
     )
-    .ratio(
-        Ratio::of("s3-prefetch", "local-prefetch")
-            .at_most(2.0)
-            .at_case("20 ms"),
-    )
-    .ratio(
-        Ratio::of("s3-on-demand-4k", "s3-on-demand")
-            .at_least(10.0)
-            .at_case("20 ms"),
-    )
-    .ratio(
-        Ratio::of("s3-prefetch-4x", "s3-prefetch")
-            .on_metric("gets_per_chunk")
-            .at_most(1.0),
-    )
+    .ratio(Ratio::of("s3-prefetch", "local-prefetch").at_most(2.0).at_case("20 ms"))
+    .ratio(Ratio::of("s3-on-demand-4k", "s3-on-demand").at_least(10.0).at_case("20 ms"))
+    .ratio(Ratio::of("s3-prefetch-4x", "s3-prefetch").on_metric("gets_per_chunk").at_most(1.0))
 }
 
 /// The lab's S3 server and the snapshots it holds (key by size).
@@ -180,18 +151,11 @@ fn store_with(snapshot: &Snapshot) -> Result<(&'static Mutex<Store>, String), La
             }
             let server = S3Server::start(&root, Credentials::new("AKLAB", "lab-secret-key"))
                 .map_err(|e| LabError::os("starting the S3 server", e))?;
-            let _ = STORE.set(Mutex::new(Store {
-                server,
-                keys: HashMap::new(),
-            }));
-            STORE
-                .get()
-                .ok_or_else(|| LabError::Panicked("the S3 server".into()))?
+            let _ = STORE.set(Mutex::new(Store { server, keys: HashMap::new() }));
+            STORE.get().ok_or_else(|| LabError::Panicked("the S3 server".into()))?
         }
     };
-    let mut s = store
-        .lock()
-        .map_err(|_| LabError::Panicked("the S3 server".into()))?;
+    let mut s = store.lock().map_err(|_| LabError::Panicked("the S3 server".into()))?;
     let key = match s.keys.get(&snapshot.len) {
         Some(k) => k.clone(),
         None => {
@@ -260,9 +224,7 @@ fn measure(how: How, case: &Case<Params>) -> Result<Sample, LabError> {
         return Ok(Sample::new().with("time_ms", r.time.as_secs_f64() * 1e3));
     }
     let (store, url) = store_with(&snapshot)?;
-    let store = store
-        .lock()
-        .map_err(|_| LabError::Panicked("the S3 server".into()))?;
+    let store = store.lock().map_err(|_| LabError::Panicked("the S3 server".into()))?;
     let server = &store.server;
     server.set_latency(Duration::from_millis(p.latency_ms));
     server.reset_counts();
@@ -303,8 +265,7 @@ fn measure(how: How, case: &Case<Params>) -> Result<Sample, LabError> {
                     handles
                         .into_iter()
                         .map(|h| {
-                            h.join()
-                                .unwrap_or_else(|_| Err(LabError::Panicked("a restore".into())))
+                            h.join().unwrap_or_else(|_| Err(LabError::Panicked("a restore".into())))
                         })
                         .collect()
                 });
@@ -329,9 +290,8 @@ fn measure(how: How, case: &Case<Params>) -> Result<Sample, LabError> {
     let gets: u64 = counts.values().sum();
     let chunks = counts.len().max(1) as f64;
     let object = summaries.iter().filter_map(|s| s.object.as_ref());
-    let (fetched, host_hits) = object.fold((0u64, 0u64), |(f, h), o| {
-        (f + o.fetched_bytes, h + o.host_hits)
-    });
+    let (fetched, host_hits) =
+        object.fold((0u64, 0u64), |(f, h), o| (f + o.fetched_bytes, h + o.host_hits));
     Ok(Sample::new()
         .with("time_ms", time.as_secs_f64() * 1e3 * scale_f)
         .with("gets", gets as f64 * scale_f)

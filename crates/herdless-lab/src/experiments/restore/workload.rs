@@ -51,18 +51,11 @@ pub(crate) fn snapshot(len: usize) -> Result<Arc<Snapshot>, LabError> {
                 }
                 page_sums.push(sum);
             }
-            file.write_all(&chunk[..n])
-                .map_err(|e| LabError::os("writing the snapshot", e))?;
+            file.write_all(&chunk[..n]).map_err(|e| LabError::os("writing the snapshot", e))?;
             at += n;
         }
-        file.flush()
-            .map_err(|e| LabError::os("flushing the snapshot", e))?;
-        Ok(Arc::new(Snapshot {
-            path: scratch::fd_path(&file),
-            _file: file,
-            len,
-            page_sums,
-        }))
+        file.flush().map_err(|e| LabError::os("flushing the snapshot", e))?;
+        Ok(Arc::new(Snapshot { path: scratch::fd_path(&file), _file: file, len, page_sums }))
     })
 }
 
@@ -121,9 +114,8 @@ pub(crate) fn touch(base: usize, runs: &[(usize, usize)]) -> u64 {
             for w in 0..PAGE / 8 {
                 // SAFETY: the page lies in the guest memory, mapped until the
                 // measurement ends; reads fault pages in through the handler.
-                sum = sum.wrapping_add(u64::from_le(unsafe {
-                    std::ptr::read_volatile(page.add(w))
-                }));
+                sum =
+                    sum.wrapping_add(u64::from_le(unsafe { std::ptr::read_volatile(page.add(w)) }));
             }
         }
     }
@@ -156,9 +148,6 @@ mod tests {
         }
         assert_eq!(n, 1_000);
         assert!(a.iter().any(|r| r.1 >= 16), "some sequential runs");
-        assert!(
-            a.iter().filter(|r| r.1 == 1).count() > a.len() / 4,
-            "mostly scattered"
-        );
+        assert!(a.iter().filter(|r| r.1 == 1).count() > a.len() / 4, "mostly scattered");
     }
 }

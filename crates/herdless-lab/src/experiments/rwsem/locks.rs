@@ -101,15 +101,9 @@ impl Pthread {
         // attributes before any use.
         let rc = unsafe { libc::pthread_rwlock_init(lock.get(), std::ptr::null()) };
         if rc != 0 {
-            return Err(LabError::os(
-                "pthread_rwlock_init",
-                std::io::Error::from_raw_os_error(rc),
-            ));
+            return Err(LabError::os("pthread_rwlock_init", std::io::Error::from_raw_os_error(rc)));
         }
-        Ok(Pthread {
-            lock,
-            data: UnsafeCell::new([0; 8]),
-        })
+        Ok(Pthread { lock, data: UnsafeCell::new([0; 8]) })
     }
 
     fn check(rc: i32, what: &str) {
@@ -121,32 +115,20 @@ impl Pthread {
 impl RwData for Pthread {
     fn read<R>(&self, f: impl FnOnce(&Data) -> R) -> R {
         // SAFETY: the lock is initialised and outlives the call.
-        Self::check(
-            unsafe { libc::pthread_rwlock_rdlock(self.lock.get()) },
-            "rdlock",
-        );
+        Self::check(unsafe { libc::pthread_rwlock_rdlock(self.lock.get()) }, "rdlock");
         // SAFETY: shared access under the read lock.
         let r = f(unsafe { &*self.data.get() });
         // SAFETY: we hold the read lock taken above.
-        Self::check(
-            unsafe { libc::pthread_rwlock_unlock(self.lock.get()) },
-            "unlock",
-        );
+        Self::check(unsafe { libc::pthread_rwlock_unlock(self.lock.get()) }, "unlock");
         r
     }
     fn write(&self, f: impl FnOnce(&mut Data)) {
         // SAFETY: the lock is initialised and outlives the call.
-        Self::check(
-            unsafe { libc::pthread_rwlock_wrlock(self.lock.get()) },
-            "wrlock",
-        );
+        Self::check(unsafe { libc::pthread_rwlock_wrlock(self.lock.get()) }, "wrlock");
         // SAFETY: exclusive access under the write lock.
         f(unsafe { &mut *self.data.get() });
         // SAFETY: we hold the write lock taken above.
-        Self::check(
-            unsafe { libc::pthread_rwlock_unlock(self.lock.get()) },
-            "unlock",
-        );
+        Self::check(unsafe { libc::pthread_rwlock_unlock(self.lock.get()) }, "unlock");
     }
 }
 

@@ -93,18 +93,8 @@ pub fn experiment() -> Experiment {
                     .at_case("16"),
             )
             .ratio(Ratio::of(ATOMIC_AFTER, GENERIC_UNDER))
-            .ratio(
-                Ratio::of(ATOMIC_AFTER, PARKING_LOT)
-                    .at_least(1.0)
-                    .at_case("8")
-                    .at_case("16"),
-            )
-            .ratio(
-                Ratio::of(ATOMIC_AFTER, STD)
-                    .at_least(1.0)
-                    .at_case("8")
-                    .at_case("16"),
-            )
+            .ratio(Ratio::of(ATOMIC_AFTER, PARKING_LOT).at_least(1.0).at_case("8").at_case("16"))
+            .ratio(Ratio::of(ATOMIC_AFTER, STD).at_least(1.0).at_case("8").at_case("16"))
             .ratio(Ratio::of(ATOMIC_AFTER, PTHREAD)),
     )
 }
@@ -141,37 +131,15 @@ fn section() -> Section<Params> {
     .variants(
         |(counting, wake), case| measure(&Herdless::new(RwSemConfig::new(counting, wake)), case),
         [
-            (
-                GENERIC_UNDER,
-                Role::Before,
-                (Counting::Generic, WakeTiming::WakeUnderLock),
-            ),
-            (
-                GENERIC_AFTER,
-                Role::After,
-                (Counting::Generic, WakeTiming::WakeAfterUnlock),
-            ),
-            (
-                ATOMIC_UNDER,
-                Role::Before,
-                (Counting::AtomicCount, WakeTiming::WakeUnderLock),
-            ),
-            (
-                ATOMIC_AFTER,
-                Role::After,
-                (Counting::AtomicCount, WakeTiming::WakeAfterUnlock),
-            ),
+            (GENERIC_UNDER, Role::Before, (Counting::Generic, WakeTiming::WakeUnderLock)),
+            (GENERIC_AFTER, Role::After, (Counting::Generic, WakeTiming::WakeAfterUnlock)),
+            (ATOMIC_UNDER, Role::Before, (Counting::AtomicCount, WakeTiming::WakeUnderLock)),
+            (ATOMIC_AFTER, Role::After, (Counting::AtomicCount, WakeTiming::WakeAfterUnlock)),
         ],
     )
-    .variant(Variant::new(STD, Role::Peer, |case| {
-        measure(&Std::new(), case)
-    }))
-    .variant(Variant::new(PARKING_LOT, Role::Peer, |case| {
-        measure(&ParkingLot::new(), case)
-    }))
-    .variant(Variant::new(PTHREAD, Role::Peer, |case| {
-        measure(&Pthread::new()?, case)
-    }))
+    .variant(Variant::new(STD, Role::Peer, |case| measure(&Std::new(), case)))
+    .variant(Variant::new(PARKING_LOT, Role::Peer, |case| measure(&ParkingLot::new(), case)))
+    .variant(Variant::new(PTHREAD, Role::Peer, |case| measure(&Pthread::new()?, case)))
 }
 
 /// `units` rounds of a small integer hash: work the optimiser cannot skip.
@@ -223,18 +191,12 @@ fn measure<L: RwData>(lock: &L, case: &Case<Params>) -> Result<Sample, LabError>
     let kops = ops / 1e3;
     let mut sample = Sample::new()
         .with("ops_per_s", ops / run.wall.as_secs_f64())
-        .with(
-            "ctx_switches_per_kop",
-            run.usage.ctx_switches() as f64 / kops,
-        );
+        .with("ctx_switches_per_kop", run.usage.ctx_switches() as f64 / kops);
     if let (Some(before), Some(after)) = (before, lock.stats()) {
         if herdless::stats::ENABLED {
             let d = |f: fn(&herdless::rwsem::RwSemStats) -> u64| (f(&after) - f(&before)) as f64;
             sample = sample
-                .with(
-                    "contended_per_kop",
-                    d(|s| s.contended_wait_lock_acquisitions) / kops,
-                )
+                .with("contended_per_kop", d(|s| s.contended_wait_lock_acquisitions) / kops)
                 .with("wait_lock_per_kop", d(|s| s.wait_lock_acquisitions) / kops)
                 .with("hold_ns_per_op", d(|s| s.wait_lock_hold_ns) / ops)
                 .with("wakeups_per_kop", d(|s| s.wakeups) / kops);

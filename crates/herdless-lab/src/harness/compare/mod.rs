@@ -246,17 +246,13 @@ impl Comparison {
     /// Primary metrics that got worse beyond the noise, plus targets that
     /// went from met to missed, both decided.
     pub fn regressions(&self) -> usize {
-        self.primary_rows()
-            .filter(|r| r.change == Change::Worse)
-            .count()
+        self.primary_rows().filter(|r| r.change == Change::Worse).count()
             + self.targets.iter().filter(|t| t.is_regression()).count()
     }
 
     /// Primary metrics that got better beyond the noise.
     pub fn improvements(&self) -> usize {
-        self.primary_rows()
-            .filter(|r| r.change == Change::Better)
-            .count()
+        self.primary_rows().filter(|r| r.change == Change::Better).count()
     }
 
     /// Targets whose decided verdict changed, either way.
@@ -266,10 +262,7 @@ impl Comparison {
 
     /// Targets with `agreement`.
     pub fn count_targets(&self, agreement: Agreement) -> usize {
-        self.targets
-            .iter()
-            .filter(|t| t.agreement == agreement)
-            .count()
+        self.targets.iter().filter(|t| t.agreement == agreement).count()
     }
 
     /// Targets that agree because neither run decided them.
@@ -277,27 +270,18 @@ impl Comparison {
         let undecided = |v: &Option<TargetVerdict>| {
             v.as_ref().map(TargetVerdict::outcome) == Some(Outcome::Undecided)
         };
-        self.targets
-            .iter()
-            .filter(|t| undecided(&t.a) && undecided(&t.b))
-            .count()
+        self.targets.iter().filter(|t| undecided(&t.a) && undecided(&t.b)).count()
     }
 
     fn primary_rows(&self) -> impl Iterator<Item = &Row> {
-        self.sections
-            .iter()
-            .flat_map(|s| &s.rows)
-            .filter(|r| r.primary)
+        self.sections.iter().flat_map(|s| &s.rows).filter(|r| r.primary)
     }
 }
 
 /// Compares run `b` against run `a`; only primary metrics unless
 /// `all_metrics`.
 pub fn compare(a: &Report, b: &Report, all_metrics: bool) -> Comparison {
-    let mut out = Comparison {
-        notes: notes(a, b),
-        ..Comparison::default()
-    };
+    let mut out = Comparison { notes: notes(a, b), ..Comparison::default() };
     let find = |r: &'_ Report, exp: &str, title: &str| {
         r.experiments
             .iter()
@@ -313,10 +297,8 @@ pub fn compare(a: &Report, b: &Report, all_metrics: bool) -> Comparison {
                     out.sections.push(section(&ea.name, sa, &sb, all_metrics));
                     out.targets.extend(targets(&ea.name, sa, &sb));
                     let (in_a, in_b) = (cells(&ea.name, sa), cells(&ea.name, &sb));
-                    out.only_in_a
-                        .extend(in_a.iter().filter(|c| !in_b.contains(c)).cloned());
-                    out.only_in_b
-                        .extend(in_b.iter().filter(|c| !in_a.contains(c)).cloned());
+                    out.only_in_a.extend(in_a.iter().filter(|c| !in_b.contains(c)).cloned());
+                    out.only_in_b.extend(in_b.iter().filter(|c| !in_a.contains(c)).cloned());
                 }
                 None => out.only_in_a.extend(cells(&ea.name, sa)),
             }
@@ -373,10 +355,7 @@ fn targets(exp: &str, sa: &SectionReport, sb: &SectionReport) -> Vec<TargetDiff>
         .iter()
         .filter_map(|ra| {
             let key = target_key(sa, ra)?;
-            let rb = sb
-                .ratios
-                .iter()
-                .find(|rb| target_key(sb, rb).as_ref() == Some(&key))?;
+            let rb = sb.ratios.iter().find(|rb| target_key(sb, rb).as_ref() == Some(&key))?;
             let (a, b) = (verdict_of(sa, ra), verdict_of(sb, rb));
             Some(TargetDiff {
                 experiment: exp.to_string(),
@@ -394,12 +373,8 @@ fn targets(exp: &str, sa: &SectionReport, sb: &SectionReport) -> Vec<TargetDiff>
 fn section(exp: &str, sa: &SectionReport, sb: &SectionReport, all_metrics: bool) -> SectionDiff {
     let mut rows = Vec::new();
     // B's declaration of the metrics decides the direction and the order.
-    let metrics: Vec<_> = sb
-        .metrics
-        .iter()
-        .enumerate()
-        .filter(|(i, _)| all_metrics || *i == 0)
-        .collect();
+    let metrics: Vec<_> =
+        sb.metrics.iter().enumerate().filter(|(i, _)| all_metrics || *i == 0).collect();
     for ca in &sa.cases {
         let cb = sb.cases.iter().find(|c| c.label == ca.label);
         for cell_a in &ca.cells {
@@ -409,10 +384,9 @@ fn section(exp: &str, sa: &SectionReport, sb: &SectionReport, all_metrics: bool)
                 continue;
             };
             for &(i, metric) in &metrics {
-                let (Some(a), Some(b)) = (
-                    cell_a.metrics.get(&metric.name),
-                    cell_b.metrics.get(&metric.name),
-                ) else {
+                let (Some(a), Some(b)) =
+                    (cell_a.metrics.get(&metric.name), cell_b.metrics.get(&metric.name))
+                else {
                     continue;
                 };
                 rows.push(Row {
@@ -447,22 +421,10 @@ fn notes(a: &Report, b: &Report) -> Vec<String> {
         }
     };
     differ("suite", a.suite.name().into(), b.suite.name().into());
-    differ(
-        "cores",
-        a.machine.cores.to_string(),
-        b.machine.cores.to_string(),
-    );
-    differ(
-        "CPU",
-        a.machine.cpu_model.clone(),
-        b.machine.cpu_model.clone(),
-    );
+    differ("cores", a.machine.cores.to_string(), b.machine.cores.to_string());
+    differ("CPU", a.machine.cpu_model.clone(), b.machine.cpu_model.clone());
     differ("kernel", a.machine.kernel.clone(), b.machine.kernel.clone());
-    differ(
-        "herdless counters",
-        a.herdless_stats.to_string(),
-        b.herdless_stats.to_string(),
-    );
+    differ("herdless counters", a.herdless_stats.to_string(), b.herdless_stats.to_string());
     for (which, r) in [("A", a), ("B", b)] {
         if let Some(busy) = busy(&r.conditions, r.machine.cores) {
             notes.push(format!("{which} ran on a busy machine: {busy}"));
@@ -511,10 +473,7 @@ mod tests {
         let wide_b = summary(&[101.0, 102.0, 103.0, 104.0, 105.0]);
         assert_eq!(Change::of(&wide_a, &wide_b, true), Change::Same);
         // Two repetitions never tell.
-        assert_eq!(
-            Change::of(&summary(&[1.0, 1.0]), &summary(&[9.0, 9.0]), true),
-            Change::Same
-        );
+        assert_eq!(Change::of(&summary(&[1.0, 1.0]), &summary(&[9.0, 9.0]), true), Change::Same);
     }
 
     fn verdict(met: bool, confidence: Confidence) -> TargetVerdict {
@@ -551,10 +510,7 @@ mod tests {
         assert_eq!(of((false, High), (true, Medium)), Agreement::Changed);
         // A decided flip measured on a disturbed machine is noise too;
         // disturbed verdicts that agree still agree.
-        let disturbed = |met| TargetVerdict {
-            disturbed: true,
-            ..verdict(met, Medium)
-        };
+        let disturbed = |met| TargetVerdict { disturbed: true, ..verdict(met, Medium) };
         assert_eq!(
             Agreement::of(Some(&verdict(true, High)), Some(&disturbed(false))),
             Agreement::WithinNoise
@@ -563,10 +519,7 @@ mod tests {
             Agreement::of(Some(&verdict(true, High)), Some(&disturbed(true))),
             Agreement::Agree
         );
-        assert_eq!(
-            Agreement::of(Some(&verdict(true, High)), None),
-            Agreement::OneSided
-        );
+        assert_eq!(Agreement::of(Some(&verdict(true, High)), None), Agreement::OneSided);
     }
 
     #[test]

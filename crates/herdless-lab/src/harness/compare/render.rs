@@ -89,21 +89,14 @@ pub fn render(c: &Comparison, all_metrics: bool) -> String {
             }
         }
     }
-    let primary: Vec<&Row> = c
-        .sections
-        .iter()
-        .flat_map(|s| &s.rows)
-        .filter(|r| r.primary)
-        .collect();
+    let primary: Vec<&Row> =
+        c.sections.iter().flat_map(|s| &s.rows).filter(|r| r.primary).collect();
     let too_few = primary.iter().filter(|r| r.too_few).count();
     let mut summary = format!(
         "{} primary measurements compared: {} faster, {} slower beyond the noise",
         primary.len(),
         c.improvements(),
-        primary
-            .iter()
-            .filter(|r| r.change == super::Change::Worse)
-            .count()
+        primary.iter().filter(|r| r.change == super::Change::Worse).count()
     );
     if too_few > 0 {
         let _ = write!(
@@ -188,18 +181,9 @@ mod tests {
         let diff = |a, b| TargetDiff::toy("a/b ≥ 5.00× at threads 16", a, b);
         let c = Comparison {
             targets: vec![
-                diff(
-                    verdict(false, 4.82, Confidence::Low),
-                    verdict(true, 5.44, Confidence::Low),
-                ),
-                diff(
-                    verdict(true, 5.44, Confidence::Low),
-                    verdict(false, 3.0, Confidence::High),
-                ),
-                diff(
-                    verdict(true, 5.44, Confidence::Low),
-                    verdict(true, 9.0, Confidence::High),
-                ),
+                diff(verdict(false, 4.82, Confidence::Low), verdict(true, 5.44, Confidence::Low)),
+                diff(verdict(true, 5.44, Confidence::Low), verdict(false, 3.0, Confidence::High)),
+                diff(verdict(true, 5.44, Confidence::Low), verdict(true, 9.0, Confidence::High)),
             ],
             ..Comparison::default()
         };

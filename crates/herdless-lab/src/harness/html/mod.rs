@@ -176,9 +176,7 @@ fn experiment(out: &mut String, exp: &ExperimentReport) -> Result<(), LabError> 
 /// An inline `<svg>` must not carry an XML declaration.
 fn strip_xml_declaration(svg: &str) -> &str {
     match svg.strip_prefix("<?xml") {
-        Some(rest) => rest
-            .split_once("?>")
-            .map_or(svg, |(_, body)| body.trim_start()),
+        Some(rest) => rest.split_once("?>").map_or(svg, |(_, body)| body.trim_start()),
         None => svg,
     }
 }
@@ -211,13 +209,7 @@ pub(crate) fn esc(text: &str) -> String {
 /// anything else becomes `-`.
 pub fn id(name: &str) -> String {
     name.chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
-                c
-            } else {
-                '-'
-            }
-        })
+        .map(|c| if c.is_ascii_alphanumeric() || c == '_' || c == '-' { c } else { '-' })
         .collect()
 }
 
@@ -239,11 +231,7 @@ fn utc(unix: u64) -> String {
     let day = doy - (153 * mp + 2) / 5 + 1;
     let month = if mp < 10 { mp + 3 } else { mp - 9 };
     let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02} {:02}:{:02} UTC",
-        secs / 3600,
-        secs % 3600 / 60
-    )
+    format!("{year:04}-{month:02}-{day:02} {:02}:{:02} UTC", secs / 3600, secs % 3600 / 60)
 }
 
 #[cfg(test)]
@@ -252,10 +240,7 @@ mod tests {
 
     #[test]
     fn text_is_escaped_for_content_and_attributes() {
-        assert_eq!(
-            esc("a<b & \"c\" 'd'>"),
-            "a&lt;b &amp; &quot;c&quot; &#39;d&#39;&gt;"
-        );
+        assert_eq!(esc("a<b & \"c\" 'd'>"), "a&lt;b &amp; &quot;c&quot; &#39;d&#39;&gt;");
     }
 
     #[test]
@@ -273,10 +258,7 @@ mod tests {
 
     #[test]
     fn an_xml_declaration_is_dropped_from_inline_svg() {
-        assert_eq!(
-            strip_xml_declaration("<?xml version=\"1.0\"?>\n<svg/>"),
-            "<svg/>"
-        );
+        assert_eq!(strip_xml_declaration("<?xml version=\"1.0\"?>\n<svg/>"), "<svg/>");
         assert_eq!(strip_xml_declaration("<svg/>"), "<svg/>");
     }
 }

@@ -19,11 +19,7 @@ pub(super) fn section(out: &mut String, s: &SectionReport, prefix: &str) {
             continue;
         }
         let (kind, reps) = spread_of(s, &metric.name);
-        let better = if metric.lower_is_better {
-            "lower"
-        } else {
-            "higher"
-        };
+        let better = if metric.lower_is_better { "lower" } else { "higher" };
         let _ = writeln!(
             out,
             "<table id=\"table-{prefix}-{}\" class=\"metric\">\n<caption>{}{} ({}, {better} is \
@@ -99,10 +95,7 @@ pub(super) fn section(out: &mut String, s: &SectionReport, prefix: &str) {
         .flat_map(|case| {
             case.cells.iter().filter_map(move |cell| {
                 let first = cell.errors.first()?;
-                Some(format!(
-                    "{} at {} {}: {first}",
-                    cell.variant, s.param, case.label
-                ))
+                Some(format!("{} at {} {}: {first}", cell.variant, s.param, case.label))
             })
         })
         .collect();
