@@ -71,18 +71,10 @@ pub struct Params {
 /// The experiment.
 pub fn experiment() -> Experiment {
     let cases = |threads: &[usize], events_per_thread: u64| {
-        threads
-            .iter()
-            .map(|&t| {
-                Case::new(
-                    t.to_string(),
-                    Params {
-                        threads: t,
-                        events_per_thread,
-                    },
-                )
-            })
-            .collect::<Vec<_>>()
+        Case::each(threads, |threads| Params {
+            threads,
+            events_per_thread,
+        })
     };
     let seed_threads = [1, 2, 8, 16, 32];
     Experiment::new(
@@ -120,15 +112,14 @@ pub fn experiment() -> Experiment {
             "contended_per_kevent",
             "queued_per_kevent",
         ])
-        .variant(Variant::new(SPINLOCK, Role::Before, |case| {
-            measure(ReadyListKind::Spinlock, case)
-        }))
-        .variant(Variant::new(RWLOCK_SWAP, Role::After, |case| {
-            measure(ReadyListKind::RwLockSwap, case)
-        }))
-        .variant(Variant::new(LOCK_FREE, Role::After, |case| {
-            measure(ReadyListKind::LockFree, case)
-        }))
+        .variants(
+            measure,
+            [
+                (SPINLOCK, Role::Before, ReadyListKind::Spinlock),
+                (RWLOCK_SWAP, Role::After, ReadyListKind::RwLockSwap),
+                (LOCK_FREE, Role::After, ReadyListKind::LockFree),
+            ],
+        )
         .variant(Variant::new(KERNEL, Role::Kernel, measure_kernel))
         // The seed's claim, judged at 8, 16 and 32 producers (one column).
         .ratio(

@@ -37,7 +37,7 @@ use serde::Serialize;
 use crate::harness::affinity::{allowed_cpus, Pin};
 use crate::harness::scratch::{self, PerSize};
 use crate::harness::{
-    gang, Case, Experiment, LabError, Metric, PerSuite, Ratio, Role, Sample, Section, Variant,
+    gang, Case, Experiment, LabError, Metric, PerSuite, Ratio, Role, Sample, Section,
 };
 
 const PAGE: usize = 4096;
@@ -56,7 +56,11 @@ pub struct Params {
 /// How a variant maps the file.
 #[derive(Clone, Copy, Debug)]
 enum How {
-    Pager { window: usize, minor: bool },
+    /// The pager with this fault-around window.
+    Window(usize),
+    /// The pager in minor-fault mode with this window.
+    Minor(usize),
+    /// The kernel's own `mmap`.
     Kernel,
 }
 
@@ -104,21 +108,13 @@ pub fn experiment() -> Experiment {
 /// A section; `quick` lists the quick suite's thread counts.
 fn section(title: &'static str, random: bool, quick: &[usize]) -> Section<Params> {
     let cases = |threads: &[usize], bytes: usize| {
-        threads
-            .iter()
-            .map(|&t| {
-                Case::new(
-                    t.to_string(),
-                    Params {
-                        threads: t,
-                        random,
-                        bytes,
-                    },
-                )
-            })
-            .collect::<Vec<_>>()
+        Case::each(threads, |threads| Params {
+            threads,
+            random,
+            bytes,
+        })
     };
-    let mut s = Section::new(
+    Section::new(
         title,
         "threads",
         PerSuite {
@@ -131,46 +127,17 @@ fn section(title: &'static str, random: bool, quick: &[usize]) -> Section<Params
     .metric(Metric::lower("faults", "faults"))
     .metric(Metric::higher("pages_per_fault", "pages"))
     .metric(Metric::lower("kernel_faults", "faults"))
-    .evidence(&["faults", "pages_per_fault"]);
-    let variants: [(&'static str, Role, How); 5] = [
-        (
-            "window-4k",
-            Role::Before,
-            How::Pager {
-                window: 4 << 10,
-                minor: false,
-            },
-        ),
-        (
-            "window-16k",
-            Role::Peer,
-            How::Pager {
-                window: 16 << 10,
-                minor: false,
-            },
-        ),
-        (
-            "window-64k",
-            Role::After,
-            How::Pager {
-                window: 64 << 10,
-                minor: false,
-            },
-        ),
-        (
-            "minor-64k",
-            Role::Peer,
-            How::Pager {
-                window: 64 << 10,
-                minor: true,
-            },
-        ),
-        ("kernel-mmap", Role::Kernel, How::Kernel),
-    ];
-    for (name, role, how) in variants {
-        s = s.variant(Variant::new(name, role, move |case| measure(how, case)));
-    }
-    s
+    .evidence(&["faults", "pages_per_fault"])
+    .variants(
+        measure,
+        [
+            ("window-4k", Role::Before, How::Window(4 << 10)),
+            ("window-16k", Role::Peer, How::Window(16 << 10)),
+            ("window-64k", Role::After, How::Window(64 << 10)),
+            ("minor-64k", Role::Peer, How::Minor(64 << 10)),
+            ("kernel-mmap", Role::Kernel, How::Kernel),
+        ],
+    )
 }
 
 /// The backing file of `bytes` bytes (written once per size, in tmpfs,
@@ -269,14 +236,14 @@ fn measure(how: How, case: &Case<Params>) -> Result<Sample, LabError> {
         Kernel(*mut std::ffi::c_void),
     }
     let map = match how {
-        How::Pager { window, minor } => {
+        How::Window(window) | How::Minor(window) => {
             let source =
                 FileSource::from_file(file, "fault-around backing file").map_err(pager_err)?;
             Map::Pager(
                 Pager::builder(bytes)
                     .source(source)
                     .fault_around(window)
-                    .minor_faults(minor)
+                    .minor_faults(matches!(how, How::Minor(_)))
                     .handlers(threads.min(2))
                     .mode(HandlerMode::BlockingRead)
                     .build()

@@ -45,7 +45,7 @@ use serde::Serialize;
 use crate::harness::gang::STACK_SIZE;
 use crate::harness::patience::wait_until as wait_for;
 use crate::harness::{
-    Case, Experiment, LabError, Metric, PerSuite, Ratio, Role, Sample, Section, Usage, Variant,
+    Case, Experiment, LabError, Metric, PerSuite, Ratio, Role, Sample, Section, Usage,
 };
 
 const WAKE_ALL: &str = "wake-all";
@@ -102,20 +102,11 @@ pub fn experiment() -> Experiment {
 
 fn section(title: &'static str, mixed: bool) -> Section<Params> {
     let cases = |readers: &[usize], items: u64| {
-        readers
-            .iter()
-            .map(|&r| {
-                let pollers = if mixed { r / 2 } else { 0 };
-                Case::new(
-                    r.to_string(),
-                    Params {
-                        readers: r,
-                        pollers,
-                        items,
-                    },
-                )
-            })
-            .collect::<Vec<_>>()
+        Case::each(readers, |r| Params {
+            readers: r,
+            pollers: if mixed { r / 2 } else { 0 },
+            items,
+        })
     };
     let seed_readers = [2, 8, 16, 32];
     Section::new(
@@ -137,12 +128,13 @@ fn section(title: &'static str, mixed: bool) -> Section<Params> {
         "wasted_per_item",
         "ctx_switches_per_item",
     ])
-    .variant(Variant::new(WAKE_ALL, Role::Before, |case| {
-        measure(WakeMode::WakeAll, case)
-    }))
-    .variant(Variant::new(WAKE_ONE, Role::After, |case| {
-        measure(WakeMode::Exclusive, case)
-    }))
+    .variants(
+        measure,
+        [
+            (WAKE_ALL, Role::Before, WakeMode::WakeAll),
+            (WAKE_ONE, Role::After, WakeMode::Exclusive),
+        ],
+    )
 }
 
 /// Closes the channel on drop, so the readers exit on every path.

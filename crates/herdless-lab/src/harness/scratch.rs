@@ -2,32 +2,54 @@
 //! (the pager's backing file, a snapshot's memory) kept in tmpfs, so that
 //! no disk read is timed, and unlinked from the start (`tempfile`), so that
 //! nothing is left behind however the lab ends; each made once per size
-//! and shared by every variant and repetition ([`PerSize`]).
+//! and shared by every variant and repetition ([`PerSize`]). Private
+//! folders (sockets, logs, a host cache) come from [`scratch_dir`],
+//! removed when dropped.
 
 use std::collections::HashMap;
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, OnceLock};
 
+use tempfile::TempDir;
+
 use super::LabError;
 
-/// An unlinked file in `/dev/shm` (tmpfs), else in the temp folder.
-pub fn tmpfs_file() -> Result<File, LabError> {
+/// `/dev/shm` (tmpfs) where there is one, else the temp folder.
+pub fn tmpfs_dir() -> PathBuf {
     let shm = Path::new("/dev/shm");
-    let dir = if shm.is_dir() {
+    if shm.is_dir() {
         shm.to_path_buf()
     } else {
         std::env::temp_dir()
-    };
+    }
+}
+
+/// An unlinked file in [`tmpfs_dir`].
+pub fn tmpfs_file() -> Result<File, LabError> {
+    let dir = tmpfs_dir();
     tempfile::tempfile_in(&dir)
         .map_err(|e| LabError::os(format!("creating a scratch file in {}", dir.display()), e))
 }
 
+/// A fresh private folder (mode 0700) in the temp folder, named after
+/// `what`, removed with everything in it when dropped.
+pub fn scratch_dir(what: &str) -> Result<TempDir, LabError> {
+    tempfile::Builder::new()
+        .prefix(&format!("herdless-lab-{what}-"))
+        .tempdir()
+        .map_err(|e| LabError::os(format!("creating a scratch folder for {what}"), e))
+}
+
 /// A path another program can open `file` by while this process holds it
-/// open (`/proc/self/fd/N`: the file has no name of its own).
+/// open (`/proc/<lab>/fd/N`: the file has no name of its own).
 pub fn fd_path(file: &File) -> PathBuf {
     use std::os::fd::AsRawFd;
-    PathBuf::from(format!("/proc/self/fd/{}", file.as_raw_fd()))
+    PathBuf::from(format!(
+        "/proc/{}/fd/{}",
+        std::process::id(),
+        file.as_raw_fd()
+    ))
 }
 
 /// Values made once per size and shared afterwards: `static FILES:

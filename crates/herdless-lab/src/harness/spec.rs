@@ -136,6 +136,15 @@ impl<P> Case<P> {
             params,
         }
     }
+
+    /// One case per value of `values`, labelled by the value (`"8"`), with
+    /// the parameters `params` makes of it.
+    pub fn each<T: Copy + std::fmt::Display>(values: &[T], params: impl Fn(T) -> P) -> Vec<Self> {
+        values
+            .iter()
+            .map(|&v| Case::new(v.to_string(), params(v)))
+            .collect()
+    }
 }
 
 /// One repetition of one variant on one case: metric name → value.
@@ -314,6 +323,21 @@ impl<P> Section<P> {
     /// Adds a variant (a column).
     pub fn variant(mut self, variant: Variant<P>) -> Self {
         self.variants.push(variant);
+        self
+    }
+
+    /// Adds one variant per `(name, role, how)` of `list`, each measuring a
+    /// case with `measure(how, case)`.
+    pub fn variants<H: Copy + Send + Sync + 'static>(
+        mut self,
+        measure: impl Fn(H, &Case<P>) -> Result<Sample, LabError> + Clone + Send + Sync + 'static,
+        list: impl IntoIterator<Item = (&'static str, Role, H)>,
+    ) -> Self {
+        for (name, role, how) in list {
+            let measure = measure.clone();
+            self.variants
+                .push(Variant::new(name, role, move |case| measure(how, case)));
+        }
         self
     }
 

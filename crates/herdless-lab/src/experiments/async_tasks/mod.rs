@@ -27,7 +27,7 @@ mod runtime;
 use self::channel::Chan;
 use self::lock::AsyncMutex;
 use self::runtime::Runtime;
-use crate::harness::{Case, Experiment, Metric, PerSuite, Ratio, Role, Section, Variant};
+use crate::harness::{Case, Experiment, Metric, PerSuite, Ratio, Role, Section};
 
 const HERDLESS: &str = "herdless";
 const HERDLESS_RWSEM: &str = "rwsem-write";
@@ -35,6 +35,14 @@ const TOKIO: &str = "tokio";
 const ASYNC_LOCK: &str = "async-lock";
 const FLUME: &str = "flume";
 const ASYNC_CHANNEL: &str = "async-channel";
+
+/// The async mutexes of the lock and cancelled-waiter tables.
+const MUTEXES: [(&str, Role, AsyncMutex); 4] = [
+    (HERDLESS, Role::After, AsyncMutex::Herdless),
+    (HERDLESS_RWSEM, Role::After, AsyncMutex::HerdlessRwSem),
+    (TOKIO, Role::Peer, AsyncMutex::Tokio),
+    (ASYNC_LOCK, Role::Peer, AsyncMutex::AsyncLock),
+];
 
 /// The experiment.
 pub fn experiment() -> Experiment {
@@ -109,18 +117,7 @@ fn lock_section(runtime: Runtime) -> Section<lock::Params> {
     .metric(Metric::lower("wakeups_per_op", "per op"))
     .metric(Metric::lower("time_ms", "ms"))
     .evidence(&["wakeups_per_op"])
-    .variant(Variant::new(HERDLESS, Role::After, |case| {
-        lock::measure(AsyncMutex::Herdless, case)
-    }))
-    .variant(Variant::new(HERDLESS_RWSEM, Role::After, |case| {
-        lock::measure(AsyncMutex::HerdlessRwSem, case)
-    }))
-    .variant(Variant::new(TOKIO, Role::Peer, |case| {
-        lock::measure(AsyncMutex::Tokio, case)
-    }))
-    .variant(Variant::new(ASYNC_LOCK, Role::Peer, |case| {
-        lock::measure(AsyncMutex::AsyncLock, case)
-    }))
+    .variants(lock::measure, MUTEXES)
     .ratio(Ratio::of(HERDLESS, TOKIO).at_least(1.0))
     .ratio(Ratio::of(HERDLESS, ASYNC_LOCK).at_least(1.0))
     .ratio(Ratio::of(HERDLESS, HERDLESS_RWSEM))
@@ -128,19 +125,11 @@ fn lock_section(runtime: Runtime) -> Section<lock::Params> {
 
 fn channel_section(runtime: Runtime) -> Section<channel::Params> {
     let cases = |consumers: &[usize], items: u64| {
-        consumers
-            .iter()
-            .map(|&c| {
-                Case::new(
-                    c.to_string(),
-                    channel::Params {
-                        runtime,
-                        consumers: c,
-                        items,
-                    },
-                )
-            })
-            .collect::<Vec<_>>()
+        Case::each(consumers, |consumers| channel::Params {
+            runtime,
+            consumers,
+            items,
+        })
     };
     let title = match runtime {
         Runtime::Tokio => "channel, tokio: one producer, C consumers",
@@ -159,15 +148,14 @@ fn channel_section(runtime: Runtime) -> Section<channel::Params> {
     .metric(Metric::lower("wakeups_per_item", "per item"))
     .metric(Metric::lower("time_ms", "ms"))
     .evidence(&["wakeups_per_item"])
-    .variant(Variant::new(HERDLESS, Role::After, |case| {
-        channel::measure(Chan::Herdless, case)
-    }))
-    .variant(Variant::new(FLUME, Role::Peer, |case| {
-        channel::measure(Chan::Flume, case)
-    }))
-    .variant(Variant::new(ASYNC_CHANNEL, Role::Peer, |case| {
-        channel::measure(Chan::AsyncChannel, case)
-    }))
+    .variants(
+        channel::measure,
+        [
+            (HERDLESS, Role::After, Chan::Herdless),
+            (FLUME, Role::Peer, Chan::Flume),
+            (ASYNC_CHANNEL, Role::Peer, Chan::AsyncChannel),
+        ],
+    )
     .ratio(Ratio::of(HERDLESS, FLUME))
     .ratio(Ratio::of(HERDLESS, ASYNC_CHANNEL))
     // The herd target: a herdless wakeup per item at most (its own figure
@@ -183,18 +171,7 @@ fn channel_section(runtime: Runtime) -> Section<channel::Params> {
 
 fn handoff_section() -> Section<handoff::Params> {
     let cases = |cancelled: &[usize], rounds: u32| {
-        cancelled
-            .iter()
-            .map(|&k| {
-                Case::new(
-                    k.to_string(),
-                    handoff::Params {
-                        cancelled: k,
-                        rounds,
-                    },
-                )
-            })
-            .collect::<Vec<_>>()
+        Case::each(cancelled, |cancelled| handoff::Params { cancelled, rounds })
     };
     Section::new(
         "cancelled waiters: release to the survivor's wake",
@@ -208,18 +185,7 @@ fn handoff_section() -> Section<handoff::Params> {
     .metric(Metric::lower("handoff_ns", "ns"))
     .metric(Metric::lower("survivor_wakes", "per round"))
     .evidence(&["survivor_wakes"])
-    .variant(Variant::new(HERDLESS, Role::After, |case| {
-        handoff::measure(AsyncMutex::Herdless, case)
-    }))
-    .variant(Variant::new(HERDLESS_RWSEM, Role::After, |case| {
-        handoff::measure(AsyncMutex::HerdlessRwSem, case)
-    }))
-    .variant(Variant::new(TOKIO, Role::Peer, |case| {
-        handoff::measure(AsyncMutex::Tokio, case)
-    }))
-    .variant(Variant::new(ASYNC_LOCK, Role::Peer, |case| {
-        handoff::measure(AsyncMutex::AsyncLock, case)
-    }))
+    .variants(handoff::measure, MUTEXES)
     .ratio(Ratio::of(TOKIO, HERDLESS))
     .ratio(Ratio::of(ASYNC_LOCK, HERDLESS))
 }

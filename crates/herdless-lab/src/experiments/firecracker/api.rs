@@ -52,7 +52,7 @@ impl Api {
         body: &serde_json::Value,
         within: Duration,
     ) -> Result<(), LabError> {
-        self.expect_ok("PUT", path, body, within)
+        self.send("PUT", path, body, within, &mut || Ok(()))
     }
 
     /// `PATCH path` with `body`; an error unless the answer is 2xx.
@@ -62,33 +62,14 @@ impl Api {
         body: &serde_json::Value,
         within: Duration,
     ) -> Result<(), LabError> {
-        self.expect_ok("PATCH", path, body, within)
+        self.send("PATCH", path, body, within, &mut || Ok(()))
     }
 
-    /// `PUT path` with `body`, calling `watch` every few milliseconds
+    /// `method path` with `body`, calling `watch` every few milliseconds
     /// until the answer comes: an error from it (the page-fault handler
-    /// Firecracker waits for has died...) ends the wait at once.
-    pub(crate) fn put_watching(
-        &self,
-        path: &str,
-        body: &serde_json::Value,
-        within: Duration,
-        watch: &mut dyn FnMut() -> Result<(), LabError>,
-    ) -> Result<(), LabError> {
-        self.expect_ok_watching("PUT", path, body, within, watch)
-    }
-
-    fn expect_ok(
-        &self,
-        method: &str,
-        path: &str,
-        body: &serde_json::Value,
-        within: Duration,
-    ) -> Result<(), LabError> {
-        self.expect_ok_watching(method, path, body, within, &mut || Ok(()))
-    }
-
-    fn expect_ok_watching(
+    /// Firecracker waits for has died...) ends the wait at once. An error
+    /// unless the answer is 2xx.
+    pub(crate) fn send(
         &self,
         method: &str,
         path: &str,

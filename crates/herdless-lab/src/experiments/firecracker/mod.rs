@@ -45,13 +45,12 @@ mod api;
 mod guest;
 mod process;
 mod restore;
-mod scratch;
 mod snapshot;
 mod tools;
 
 use serde::Serialize;
 
-use crate::harness::{Case, Experiment, Metric, PerSuite, Ratio, Role, Section, Variant};
+use crate::harness::{Case, Experiment, Metric, PerSuite, Ratio, Role, Section};
 
 /// Parameters of one row.
 #[derive(Clone, Copy, Debug, Serialize)]
@@ -92,22 +91,21 @@ pub(crate) enum Backend {
 
 /// Rows of (working set, guest memory, ballooned) MiB.
 fn cases(rows: &[(usize, usize, usize)]) -> Vec<Case<Params>> {
-    rows.iter()
-        .map(|&(ws_mib, mem_mib, balloon_mib)| {
-            let label = match balloon_mib {
-                0 => format!("{ws_mib} MiB"),
-                b => format!("{ws_mib} MiB, {b} out"),
-            };
-            Case::new(
-                label,
-                Params {
-                    ws_mib,
-                    mem_mib,
-                    balloon_mib,
-                },
-            )
-        })
-        .collect()
+    let case = |(ws_mib, mem_mib, balloon_mib)| {
+        let label = match balloon_mib {
+            0 => format!("{ws_mib} MiB"),
+            b => format!("{ws_mib} MiB, {b} out"),
+        };
+        Case::new(
+            label,
+            Params {
+                ws_mib,
+                mem_mib,
+                balloon_mib,
+            },
+        )
+    };
+    rows.iter().map(|&row| case(row)).collect()
 }
 
 fn rows() -> PerSuite<Vec<Case<Params>>> {
@@ -135,60 +133,57 @@ fn metrics<P>(s: Section<P>) -> Section<P> {
         .evidence(&["faults", "load_ms", "copied_mib"])
 }
 
-fn variant(name: &'static str, role: Role, backend: Backend, pages: Pages) -> Variant<Params> {
-    Variant::new(name, role, move |case| {
-        restore::measure(backend, pages, case)
-    })
+/// The variants of `list`, restoring into `pages`.
+fn variants(
+    section: Section<Params>,
+    pages: Pages,
+    list: &[(&'static str, Role, Backend)],
+) -> Section<Params> {
+    section.variants(
+        move |backend, case| restore::measure(backend, pages, case),
+        list.iter().copied(),
+    )
 }
 
 /// 4 KiB guest memory: every backend.
 fn small_pages() -> Section<Params> {
-    let p = Pages::Small4K;
-    metrics(Section::new(
+    let section = Section::new(
         "4 KiB guest memory, working set of a 512 MiB guest (target: on-demand/prefetch ≥ 10)",
         "working set",
         rows(),
-    ))
-    .variant(variant("file", Role::Kernel, Backend::File, p))
-    .variant(variant("fc-on-demand", Role::Peer, Backend::FcOnDemand, p))
-    .variant(variant("fc-fault-all", Role::Peer, Backend::FcFaultAll, p))
-    .variant(variant("hl-4k", Role::Before, Backend::Herdless(&[]), p))
-    .variant(variant(
-        "hl-64k",
-        Role::Peer,
-        Backend::Herdless(&["--fault-around", "64K"]),
-        p,
-    ))
-    .variant(variant(
-        "hl-2m",
-        Role::Peer,
-        Backend::Herdless(&["--fault-around", "2M"]),
-        p,
-    ))
-    .variant(variant(
-        "hl-h2",
-        Role::Peer,
-        Backend::Herdless(&["--handlers", "2"]),
-        p,
-    ))
-    .variant(variant(
-        "hl-prefetch",
-        Role::After,
-        Backend::HerdlessPrefetch(&[]),
-        p,
-    ))
-    .variant(variant(
-        "hl-prefetch-2",
-        Role::Peer,
-        Backend::HerdlessPrefetch(&["--prefetch-threads", "2", "--handlers", "2"]),
-        p,
-    ))
-    .variant(variant(
-        "hl-copy-all",
-        Role::Peer,
-        Backend::Herdless(&["--copy-all"]),
-        p,
-    ))
+    );
+    variants(
+        metrics(section),
+        Pages::Small4K,
+        &[
+            ("file", Role::Kernel, Backend::File),
+            ("fc-on-demand", Role::Peer, Backend::FcOnDemand),
+            ("fc-fault-all", Role::Peer, Backend::FcFaultAll),
+            ("hl-4k", Role::Before, Backend::Herdless(&[])),
+            (
+                "hl-64k",
+                Role::Peer,
+                Backend::Herdless(&["--fault-around", "64K"]),
+            ),
+            (
+                "hl-2m",
+                Role::Peer,
+                Backend::Herdless(&["--fault-around", "2M"]),
+            ),
+            ("hl-h2", Role::Peer, Backend::Herdless(&["--handlers", "2"])),
+            ("hl-prefetch", Role::After, Backend::HerdlessPrefetch(&[])),
+            (
+                "hl-prefetch-2",
+                Role::Peer,
+                Backend::HerdlessPrefetch(&["--prefetch-threads", "2", "--handlers", "2"]),
+            ),
+            (
+                "hl-copy-all",
+                Role::Peer,
+                Backend::Herdless(&["--copy-all"]),
+            ),
+        ],
+    )
     .ratio(Ratio::of("fc-on-demand", "hl-prefetch").at_least(10.0))
     .ratio(Ratio::of("fc-on-demand", "hl-4k"))
     .ratio(Ratio::of("file", "hl-prefetch"))
@@ -198,32 +193,26 @@ fn small_pages() -> Section<Params> {
 /// 2 MiB hugetlbfs guest memory: the File backend cannot restore into it,
 /// and fault-around has no meaning there (a fault is a whole 2 MiB page).
 fn huge_pages() -> Section<Params> {
-    let p = Pages::Huge2M;
-    metrics(Section::new(
+    let section = Section::new(
         "2 MiB hugetlbfs guest memory, the same snapshot",
         "working set",
         rows(),
-    ))
-    .variant(variant("fc-on-demand", Role::Peer, Backend::FcOnDemand, p))
-    .variant(variant("fc-fault-all", Role::Peer, Backend::FcFaultAll, p))
-    .variant(variant(
-        "hl-2m-pages",
-        Role::Before,
-        Backend::Herdless(&[]),
-        p,
-    ))
-    .variant(variant(
-        "hl-prefetch",
-        Role::After,
-        Backend::HerdlessPrefetch(&[]),
-        p,
-    ))
-    .variant(variant(
-        "hl-copy-all",
-        Role::Peer,
-        Backend::Herdless(&["--copy-all"]),
-        p,
-    ))
+    );
+    variants(
+        metrics(section),
+        Pages::Huge2M,
+        &[
+            ("fc-on-demand", Role::Peer, Backend::FcOnDemand),
+            ("fc-fault-all", Role::Peer, Backend::FcFaultAll),
+            ("hl-2m-pages", Role::Before, Backend::Herdless(&[])),
+            ("hl-prefetch", Role::After, Backend::HerdlessPrefetch(&[])),
+            (
+                "hl-copy-all",
+                Role::Peer,
+                Backend::Herdless(&["--copy-all"]),
+            ),
+        ],
+    )
     .ratio(Ratio::of("fc-on-demand", "hl-prefetch"))
     .ratio(Ratio::of("fc-on-demand", "hl-2m-pages"))
     .ratio(Ratio::of("fc-fault-all", "hl-copy-all"))
@@ -235,35 +224,34 @@ fn huge_pages() -> Section<Params> {
 /// `fault_all_handler` is left out: it panics on a `REMOVE` (and takes the
 /// VM down with it).
 fn ballooned() -> Section<Params> {
-    let p = Pages::Small4K;
-    metrics(Section::new(
+    let section = Section::new(
         "4 KiB guest memory, the end of the working set ballooned right after the restore",
         "working set",
         balloon_rows(),
-    ))
-    .metric(Metric::lower("zero_read_ms", "ms"))
-    .metric(Metric::lower("inflate_ms", "ms"))
-    .variant(variant("file", Role::Kernel, Backend::File, p))
-    .variant(variant("fc-on-demand", Role::Peer, Backend::FcOnDemand, p))
-    .variant(variant("hl-4k", Role::Before, Backend::Herdless(&[]), p))
-    .variant(variant(
-        "hl-64k",
-        Role::Peer,
-        Backend::Herdless(&["--fault-around", "64K"]),
-        p,
-    ))
-    .variant(variant(
-        "hl-prefetch",
-        Role::After,
-        Backend::HerdlessPrefetch(&[]),
-        p,
-    ))
-    .variant(variant(
-        "hl-copy-all",
-        Role::Peer,
-        Backend::Herdless(&["--copy-all"]),
-        p,
-    ))
+    );
+    let section = metrics(section)
+        .metric(Metric::lower("zero_read_ms", "ms"))
+        .metric(Metric::lower("inflate_ms", "ms"));
+    variants(
+        section,
+        Pages::Small4K,
+        &[
+            ("file", Role::Kernel, Backend::File),
+            ("fc-on-demand", Role::Peer, Backend::FcOnDemand),
+            ("hl-4k", Role::Before, Backend::Herdless(&[])),
+            (
+                "hl-64k",
+                Role::Peer,
+                Backend::Herdless(&["--fault-around", "64K"]),
+            ),
+            ("hl-prefetch", Role::After, Backend::HerdlessPrefetch(&[])),
+            (
+                "hl-copy-all",
+                Role::Peer,
+                Backend::Herdless(&["--copy-all"]),
+            ),
+        ],
+    )
     .ratio(Ratio::of("fc-on-demand", "hl-prefetch"))
     .ratio(Ratio::of("fc-on-demand", "hl-copy-all"))
     .ratio(Ratio::of("fc-on-demand", "hl-4k").on_metric("zero_read_ms"))

@@ -16,11 +16,12 @@ use serde_json::json;
 use super::api::reworded;
 use super::guest;
 use super::process::{Process, Vm};
-use super::scratch::Scratch;
 use super::snapshot::{self, Snapshot};
 use super::tools::{self, Tools};
 use super::{Backend, Pages, Params};
+use crate::harness::scratch::scratch_dir;
 use crate::harness::{Case, LabError, Sample};
+use tempfile::TempDir;
 
 /// Bytes of one userfaultfd message (`struct uffd_msg`).
 const UFFD_MSG: u64 = 32;
@@ -72,9 +73,9 @@ pub(crate) fn measure(
     let p = case.params;
     let tools = tools::tools_for_measuring()?;
     let snap = snapshot::snapshot(&p)?;
-    let scratch = Scratch::new("restore")?;
+    let scratch = scratch_dir("fc-restore")?;
     let herdless = |extra: &[&str]| {
-        let stats = scratch.join("stats.json");
+        let stats = scratch.path().join("stats.json");
         let mut args: Vec<OsString> = vec!["--stats-json".into(), stats.clone().into()];
         args.extend(extra.iter().map(OsString::from));
         HandlerRun {
@@ -90,7 +91,7 @@ pub(crate) fn measure(
         Backend::FcFaultAll => Some(example("uffd_fault_all_handler", &tools.fault_all)),
         Backend::Herdless(extra) => Some(herdless(extra)),
         Backend::HerdlessPrefetch(extra) => {
-            let trace = scratch.join("working-set.trace");
+            let trace = scratch.path().join("working-set.trace");
             write_file(&trace, &trace_of(tools, &snap, pages, &p)?)?;
             let mut run = herdless(extra);
             run.args.extend(["--prefetch".into(), trace.into()]);
@@ -159,8 +160,11 @@ fn trace_of(
     if let Some(t) = traces.get(&key) {
         return Ok(Arc::clone(t));
     }
-    let scratch = Scratch::new("record")?;
-    let (trace, stats) = (scratch.join("recorded.trace"), scratch.join("stats.json"));
+    let scratch = scratch_dir("fc-record")?;
+    let (trace, stats) = (
+        scratch.path().join("recorded.trace"),
+        scratch.path().join("stats.json"),
+    );
     let run = HandlerRun {
         name: "herdless-uffd",
         program: tools.herdless_uffd.clone(),
@@ -190,7 +194,7 @@ fn restore(
     snap: &Snapshot,
     pages: Pages,
     p: &Params,
-    scratch: &Scratch,
+    scratch: &TempDir,
     handler: Option<HandlerRun>,
 ) -> Result<Restored, LabError> {
     if pages == Pages::Huge2M {
@@ -203,13 +207,13 @@ fn restore(
             LabError::Unavailable(format!("{needed} free 2 MiB hugepages needed: {why}"))
         })?;
     }
-    let socket = scratch.join("uffd.sock");
+    let socket = scratch.path().join("uffd.sock");
     let mut started = match &handler {
         Some(h) => {
             let mut args: Vec<OsString> =
                 vec![socket.clone().into(), snap.memory_path.clone().into()];
             args.extend(h.args.iter().cloned());
-            let log = scratch.join("handler.log");
+            let log = scratch.path().join("handler.log");
             let mut process = Process::spawn(h.name, &h.program, &args, &log, false)?;
             wait_for_socket(&mut process, &socket, h.name)?;
             // What it read starting up (the loader reading libraries...).
@@ -247,7 +251,8 @@ fn restore(
     let t0 = Instant::now();
     let loaded = vm
         .api
-        .put_watching(
+        .send(
+            "PUT",
             "/snapshot/load",
             &load,
             FIRST_PASS_WITHIN,
@@ -394,8 +399,8 @@ mod tests {
 
     #[test]
     fn a_listener_of_this_process_is_seen() {
-        let dir = Scratch::new("listen-test").unwrap();
-        let path = dir.join("s.sock");
+        let dir = crate::harness::scratch::scratch_dir("fc-listen-test").unwrap();
+        let path = dir.path().join("s.sock");
         assert!(!listening(&path));
         let _listener = std::os::unix::net::UnixListener::bind(&path).unwrap();
         assert!(listening(&path));

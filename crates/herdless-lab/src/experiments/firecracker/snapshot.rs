@@ -8,7 +8,6 @@
 
 use std::collections::HashMap;
 use std::fs::File;
-use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
@@ -17,9 +16,9 @@ use serde_json::json;
 
 use super::guest::{self, GAP};
 use super::process::Vm;
-use super::scratch::Scratch;
 use super::tools::{self, Tools};
 use super::Params;
+use crate::harness::scratch::{self, scratch_dir};
 use crate::harness::LabError;
 
 /// A snapshot of the guest.
@@ -84,7 +83,7 @@ impl From<LabError> for Taken {
 }
 
 fn take(tools: &Tools, p: &Params, checksum: u64) -> Result<Snapshot, Taken> {
-    let scratch = Scratch::new("boot")?;
+    let scratch = scratch_dir("fc-boot")?;
     let mut vm = Vm::start(&tools.firecracker, scratch.path())?;
     let api_time = Duration::from_secs(10);
     vm.api.put(
@@ -132,12 +131,7 @@ fn take(tools: &Tools, p: &Params, checksum: u64) -> Result<Snapshot, Taken> {
     if late > GAP / 2 {
         return Err(Taken::Late(late.as_secs_f64() * 1e3));
     }
-    let dir = Path::new("/dev/shm");
-    let dir = if dir.is_dir() {
-        dir.to_path_buf()
-    } else {
-        std::env::temp_dir()
-    };
+    let dir = scratch::tmpfs_dir();
     let name = scratch
         .path()
         .file_name()
@@ -165,18 +159,12 @@ fn take(tools: &Tools, p: &Params, checksum: u64) -> Result<Snapshot, Taken> {
 /// Opens `path`, unlinks it, and returns the file and a path to it through
 /// `/proc/<lab>/fd` (another process can open that while the lab lives).
 fn keep_unlinked(path: &Path) -> Result<(File, PathBuf), LabError> {
-    let file = File::open(path).map_err(|e| LabError::File {
+    let fail = |source| LabError::File {
         path: path.to_path_buf(),
-        source: e,
-    })?;
-    std::fs::remove_file(path).map_err(|e| LabError::File {
-        path: path.to_path_buf(),
-        source: e,
-    })?;
-    let proc_path = PathBuf::from(format!(
-        "/proc/{}/fd/{}",
-        std::process::id(),
-        file.as_raw_fd()
-    ));
+        source,
+    };
+    let file = File::open(path).map_err(fail)?;
+    std::fs::remove_file(path).map_err(fail)?;
+    let proc_path = scratch::fd_path(&file);
     Ok((file, proc_path))
 }

@@ -92,19 +92,16 @@ pub fn experiment() -> Experiment {
 fn mutex_throughput() -> Section<throughput::Params> {
     // (threads, rounds inside, rounds outside)
     let cases = |rows: &[(usize, u32, u32)], interval_ms| {
-        rows.iter()
-            .map(|&(threads, inside, outside)| {
-                Case::new(
-                    format!("{threads}: {inside}/{outside}"),
-                    throughput::Params {
-                        threads,
-                        inside,
-                        outside,
-                        interval_ms,
-                    },
-                )
-            })
-            .collect::<Vec<_>>()
+        let case = |(threads, inside, outside)| {
+            let params = throughput::Params {
+                threads,
+                inside,
+                outside,
+                interval_ms,
+            };
+            Case::new(format!("{threads}: {inside}/{outside}"), params)
+        };
+        rows.iter().map(|&row| case(row)).collect::<Vec<_>>()
     };
     // Quick, scaled to the machine. On 2 CPUs: one-round critical
     // sections uncontended and at 2, 8 and 32 threads (4 and 16 behave as
@@ -126,7 +123,7 @@ fn mutex_throughput() -> Section<throughput::Params> {
     for (inside, outside) in [(1, 0), (1, 10), (5, 50), (10, 100), (20, 100)] {
         full.extend([1, 2, 3, 4, 6, 8, 12, 16, 24, 32].map(|t| (t, inside, outside)));
     }
-    let section = Section::new(
+    let section = throughput_metrics(Section::new(
         "mutex throughput (parking_lot's benchmark)",
         "threads: in/out",
         PerSuite {
@@ -134,30 +131,35 @@ fn mutex_throughput() -> Section<throughput::Params> {
             quick: cases(&quick, 20),
             full: cases(&full, 100),
         },
-    )
-    .metric(Metric::higher("ops_per_s", "acquisitions/s"))
-    .metric(Metric::higher("slowest_share", "slowest thread / mean"))
-    .metric(Metric::lower(
-        "cpu_ns_per_op",
-        "ns of thread CPU time per op",
     ))
-    .metric(Metric::lower(
-        "sleeps_per_kop",
-        "voluntary switches per 1k ops",
-    ))
-    .metric(Metric::lower(
-        "preempted_per_kop",
-        "involuntary switches per 1k ops",
-    ))
-    .metric(Metric::lower("table_waits_per_kop", "per 1k ops"))
-    .metric(Metric::lower("table_wakeups_per_kop", "per 1k ops"))
-    .metric(Metric::lower("idle_wakes_per_kop", "per 1k ops"))
     .evidence(&[
         "sleeps_per_kop",
         "table_waits_per_kop",
         "table_wakeups_per_kop",
     ]);
     with_targets(with_families::<Throughput>(section))
+}
+
+/// The metrics of parking_lot's benchmark (tables 1 and 2).
+fn throughput_metrics(section: Section<throughput::Params>) -> Section<throughput::Params> {
+    section
+        .metric(Metric::higher("ops_per_s", "acquisitions/s"))
+        .metric(Metric::higher("slowest_share", "slowest thread / mean"))
+        .metric(Metric::lower(
+            "cpu_ns_per_op",
+            "ns of thread CPU time per op",
+        ))
+        .metric(Metric::lower(
+            "sleeps_per_kop",
+            "voluntary switches per 1k ops",
+        ))
+        .metric(Metric::lower(
+            "preempted_per_kop",
+            "involuntary switches per 1k ops",
+        ))
+        .metric(Metric::lower("table_waits_per_kop", "per 1k ops"))
+        .metric(Metric::lower("table_wakeups_per_kop", "per 1k ops"))
+        .metric(Metric::lower("idle_wakes_per_kop", "per 1k ops"))
 }
 
 /// Whether this machine has the CPUs for the many-core rows (issue 23):
@@ -171,23 +173,15 @@ fn many_cpus() -> bool {
 /// throughput table above judges; this one shows the shape.
 fn mutex_scaling() -> Section<throughput::Params> {
     let cases = |threads: &[usize], interval_ms| {
-        threads
-            .iter()
-            .map(|&threads| {
-                Case::new(
-                    threads.to_string(),
-                    throughput::Params {
-                        threads,
-                        inside: 1,
-                        outside: 0,
-                        interval_ms,
-                    },
-                )
-            })
-            .collect::<Vec<_>>()
+        Case::each(threads, |threads| throughput::Params {
+            threads,
+            inside: 1,
+            outside: 0,
+            interval_ms,
+        })
     };
     let threads = [1, 2, 4, 8, 16, 32, 64];
-    let section = Section::new(
+    let section = throughput_metrics(Section::new(
         "mutex scaling (parking_lot's benchmark, 1/0)",
         "threads",
         PerSuite {
@@ -195,24 +189,7 @@ fn mutex_scaling() -> Section<throughput::Params> {
             quick: cases(&threads, 20),
             full: cases(&threads, 100),
         },
-    )
-    .metric(Metric::higher("ops_per_s", "acquisitions/s"))
-    .metric(Metric::higher("slowest_share", "slowest thread / mean"))
-    .metric(Metric::lower(
-        "cpu_ns_per_op",
-        "ns of thread CPU time per op",
     ))
-    .metric(Metric::lower(
-        "sleeps_per_kop",
-        "voluntary switches per 1k ops",
-    ))
-    .metric(Metric::lower(
-        "preempted_per_kop",
-        "involuntary switches per 1k ops",
-    ))
-    .metric(Metric::lower("table_waits_per_kop", "per 1k ops"))
-    .metric(Metric::lower("table_wakeups_per_kop", "per 1k ops"))
-    .metric(Metric::lower("idle_wakes_per_kop", "per 1k ops"))
     .evidence(&["sleeps_per_kop", "table_waits_per_kop"]);
     with_families::<Throughput>(section)
         .ratio(Ratio::of(HERDLESS, PARKING_LOT))
@@ -224,14 +201,13 @@ fn mutex_scaling() -> Section<throughput::Params> {
 /// longer than with std's mutex.
 fn occasional_locker() -> Section<occasional::Params> {
     let cases = |hogs: &[usize], interval_ms| {
-        hogs.iter()
-            .map(|&hogs| {
-                Case::new(
-                    format!("{hogs} hogs"),
-                    occasional::Params { hogs, interval_ms },
-                )
-            })
-            .collect::<Vec<_>>()
+        let case = |hogs| {
+            Case::new(
+                format!("{hogs} hogs"),
+                occasional::Params { hogs, interval_ms },
+            )
+        };
+        hogs.iter().map(|&hogs| case(hogs)).collect::<Vec<_>>()
     };
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
     // As many hogs as the other CPUs, and twice the CPUs (hogs preempted
@@ -263,25 +239,25 @@ fn occasional_locker() -> Section<occasional::Params> {
 fn bounded_queue() -> Section<queue::Params> {
     // (producers, consumers, capacity, notify under the lock)
     let cases = |rows: &[(usize, usize, usize, bool)], interval_ms| {
-        rows.iter()
-            .map(|&(producers, consumers, capacity, notify_under_lock)| {
-                let locked = if notify_under_lock {
-                    ", notify locked"
-                } else {
-                    ""
-                };
-                Case::new(
-                    format!("{producers}/{consumers} cap {capacity}{locked}"),
-                    queue::Params {
-                        producers,
-                        consumers,
-                        capacity,
-                        notify_under_lock,
-                        interval_ms,
-                    },
-                )
-            })
-            .collect::<Vec<_>>()
+        let case = |(producers, consumers, capacity, notify_under_lock)| {
+            let locked = if notify_under_lock {
+                ", notify locked"
+            } else {
+                ""
+            };
+            let params = queue::Params {
+                producers,
+                consumers,
+                capacity,
+                notify_under_lock,
+                interval_ms,
+            };
+            Case::new(
+                format!("{producers}/{consumers} cap {capacity}{locked}"),
+                params,
+            )
+        };
+        rows.iter().map(|&row| case(row)).collect::<Vec<_>>()
     };
     let issue_rows = [
         (1, 1, 1, false),
@@ -291,20 +267,19 @@ fn bounded_queue() -> Section<queue::Params> {
         (1, 1, 1, true),
         (1, 1, 64, true),
     ];
-    let mut full = Vec::new();
-    for locked in [false, true] {
-        for (p, c, cap) in [
-            (1, 1, 1),
-            (1, 1, 64),
-            (2, 2, 1),
-            (4, 4, 16),
-            (4, 1, 16),
-            (1, 4, 16),
-            (16, 16, 4),
-        ] {
-            full.push((p, c, cap, locked));
-        }
-    }
+    let shapes = [
+        (1, 1, 1),
+        (1, 1, 64),
+        (2, 2, 1),
+        (4, 4, 16),
+        (4, 1, 16),
+        (1, 4, 16),
+        (16, 16, 4),
+    ];
+    let full: Vec<_> = [false, true]
+        .into_iter()
+        .flat_map(|locked| shapes.map(|(p, c, cap)| (p, c, cap, locked)))
+        .collect();
     let section = Section::new(
         "bounded queue (one Mutex, two Condvars)",
         "producers/consumers",
@@ -343,13 +318,11 @@ fn broadcast() -> Section<broadcast::Params> {
         let mut out = Vec::new();
         for &n in waiters {
             for (how, notify_holding_lock) in [("under lock", true), ("after unlock", false)] {
-                out.push(Case::new(
-                    format!("{n} {how}"),
-                    broadcast::Params {
-                        waiters: n,
-                        notify_holding_lock,
-                    },
-                ));
+                let params = broadcast::Params {
+                    waiters: n,
+                    notify_holding_lock,
+                };
+                out.push(Case::new(format!("{n} {how}"), params));
             }
         }
         out

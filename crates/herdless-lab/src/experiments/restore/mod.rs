@@ -52,7 +52,7 @@ use serde::Serialize;
 
 use balloon::{BalloonParams, Server};
 
-use crate::harness::{Case, Experiment, Metric, PerSuite, Ratio, Role, Section, Variant};
+use crate::harness::{Case, Experiment, Metric, PerSuite, Ratio, Role, Section};
 
 /// Parameters of one row.
 #[derive(Clone, Copy, Debug, Serialize)]
@@ -78,25 +78,17 @@ pub(crate) enum How {
     Hugepages,
 }
 
-fn cases(mib: usize, threads: &[usize]) -> Vec<Case<Params>> {
-    threads
-        .iter()
-        .map(|&t| {
-            Case::new(
-                t.to_string(),
-                Params {
-                    snapshot_mib: mib,
-                    working_set_percent: 10,
-                    threads: t,
-                },
-            )
-        })
-        .collect()
+fn cases(snapshot_mib: usize, threads: &[usize]) -> Vec<Case<Params>> {
+    Case::each(threads, |threads| Params {
+        snapshot_mib,
+        working_set_percent: 10,
+        threads,
+    })
 }
 
 /// The experiment.
 pub fn experiment() -> Experiment {
-    let mut s = Section::new(
+    let s = Section::new(
         "restore a snapshot, 10% working set (targets: 4k/prefetch time ≥ 3, faults ≥ 20)",
         "threads",
         PerSuite {
@@ -109,41 +101,37 @@ pub fn experiment() -> Experiment {
     .metric(Metric::lower("demand_faults", "faults"))
     .metric(Metric::lower("copied_mib", "MiB"))
     .metric(Metric::lower("unread_mib", "MiB"))
-    .evidence(&["demand_faults", "copied_mib", "unread_mib"]);
-    let variants: [(&'static str, Role, How); 5] = [
-        (
-            "4k-on-demand",
-            Role::Before,
-            How::OnDemand { window: 4 << 10 },
-        ),
-        (
-            "fault-around-64k",
-            Role::Peer,
-            How::OnDemand { window: 64 << 10 },
-        ),
-        ("prefetch", Role::After, How::Prefetch),
-        ("copy-all", Role::Peer, How::CopyAll),
-        ("2m-on-demand", Role::Peer, How::Hugepages),
-    ];
-    for (name, role, how) in variants {
-        s = s.variant(Variant::new(name, role, move |case| {
-            run::measure(how, case)
-        }));
-    }
-    let s = s
-        .ratio(Ratio::of("4k-on-demand", "prefetch").at_least(3.0))
-        .ratio(
-            Ratio::of("4k-on-demand", "prefetch")
-                .on_metric("demand_faults")
-                .at_least(20.0),
-        )
-        .ratio(Ratio::of("4k-on-demand", "fault-around-64k"))
-        .ratio(Ratio::of("copy-all", "prefetch"))
-        .ratio(Ratio::of("4k-on-demand", "2m-on-demand"));
+    .evidence(&["demand_faults", "copied_mib", "unread_mib"])
+    .variants(
+        run::measure,
+        [
+            (
+                "4k-on-demand",
+                Role::Before,
+                How::OnDemand { window: 4 << 10 },
+            ),
+            (
+                "fault-around-64k",
+                Role::Peer,
+                How::OnDemand { window: 64 << 10 },
+            ),
+            ("prefetch", Role::After, How::Prefetch),
+            ("copy-all", Role::Peer, How::CopyAll),
+            ("2m-on-demand", Role::Peer, How::Hugepages),
+        ],
+    )
+    .ratio(Ratio::of("4k-on-demand", "prefetch").at_least(3.0))
+    .ratio(
+        Ratio::of("4k-on-demand", "prefetch")
+            .on_metric("demand_faults")
+            .at_least(20.0),
+    )
+    .ratio(Ratio::of("4k-on-demand", "fault-around-64k"))
+    .ratio(Ratio::of("copy-all", "prefetch"))
+    .ratio(Ratio::of("4k-on-demand", "2m-on-demand"));
     let balloon_cases = |mibs: &[usize]| -> Vec<Case<BalloonParams>> {
-        mibs.iter()
-            .map(|&m| Case::new(format!("{m} MiB"), BalloonParams { ballooned_mib: m }))
-            .collect()
+        let case = |m| Case::new(format!("{m} MiB"), BalloonParams { ballooned_mib: m });
+        mibs.iter().map(|&m| case(m)).collect()
     };
     let b = Section::new(
         "re-read ballooned memory (target: as fast as the kernel's own zero pages)",
@@ -158,12 +146,13 @@ pub fn experiment() -> Experiment {
     .metric(Metric::lower("minor_faults", "faults"))
     .metric(Metric::lower("uffd_faults", "faults"))
     .evidence(&["minor_faults", "uffd_faults"])
-    .variant(Variant::new("herdless-uffd", Role::After, |case| {
-        balloon::measure(Server::HerdlessUffd, case)
-    }))
-    .variant(Variant::new("kernel", Role::Peer, |case| {
-        balloon::measure(Server::Kernel, case)
-    }))
+    .variants(
+        balloon::measure,
+        [
+            ("herdless-uffd", Role::After, Server::HerdlessUffd),
+            ("kernel", Role::Peer, Server::Kernel),
+        ],
+    )
     .ratio(Ratio::of("kernel", "herdless-uffd").at_least(1.0));
     Experiment::new(
         "restore",

@@ -36,7 +36,6 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
@@ -47,7 +46,8 @@ use serde::Serialize;
 
 use super::run::{self, socket_path};
 use super::workload::{self, Snapshot, PAGE};
-use crate::harness::{Case, LabError, Metric, PerSuite, Ratio, Role, Sample, Section, Variant};
+use crate::harness::scratch::{self, scratch_dir};
+use crate::harness::{Case, LabError, Metric, PerSuite, Ratio, Role, Sample, Section};
 
 /// Parameters of one row.
 #[derive(Clone, Copy, Debug, Serialize)]
@@ -77,26 +77,22 @@ const CHUNK: u64 = herdless_pager::object::DEFAULT_CHUNK_SIZE;
 /// One run in this many of the working set for `s3-on-demand-4k`.
 const SAMPLE_4K: usize = 16;
 
-fn cases(mib: usize, latencies: &[u64]) -> Vec<Case<Params>> {
+fn cases(snapshot_mib: usize, latencies: &[u64]) -> Vec<Case<Params>> {
+    let params = |latency_ms| Params {
+        snapshot_mib,
+        working_set_percent: 10,
+        threads: 4,
+        latency_ms,
+    };
     latencies
         .iter()
-        .map(|&ms| {
-            Case::new(
-                format!("{ms} ms"),
-                Params {
-                    snapshot_mib: mib,
-                    working_set_percent: 10,
-                    threads: 4,
-                    latency_ms: ms,
-                },
-            )
-        })
+        .map(|&ms| Case::new(format!("{ms} ms"), params(ms)))
         .collect()
 }
 
 /// The section.
 pub(super) fn section() -> Section<Params> {
-    let mut s = Section::new(
+    Section::new(
         "restore from S3, 10% working set, 4 threads (targets at 20 ms: s3-prefetch ≤ 2× \
          local-prefetch; 4k/chunks on demand ≥ 10; 4 restores: each chunk fetched once)",
         "latency",
@@ -111,32 +107,32 @@ pub(super) fn section() -> Section<Params> {
     .metric(Metric::lower("gets_per_chunk", "GETs"))
     .metric(Metric::lower("fetched_mib", "MiB"))
     .metric(Metric::higher("host_hits", "chunks"))
-    .evidence(&["gets", "gets_per_chunk", "fetched_mib", "host_hits"]);
-    let variants: [(&'static str, Role, How); 5] = [
-        ("local-prefetch", Role::Peer, How::LocalPrefetch),
-        ("s3-prefetch", Role::After, How::Prefetch),
-        (
-            "s3-on-demand",
-            Role::Peer,
-            How::OnDemand {
-                chunk: CHUNK,
-                sample: 1,
-            },
-        ),
-        (
-            "s3-on-demand-4k",
-            Role::Before,
-            How::OnDemand {
-                chunk: PAGE as u64,
-                sample: SAMPLE_4K,
-            },
-        ),
-        ("s3-prefetch-4x", Role::Peer, How::PrefetchFour),
-    ];
-    for (name, role, how) in variants {
-        s = s.variant(Variant::new(name, role, move |case| measure(how, case)));
-    }
-    s.ratio(
+    .evidence(&["gets", "gets_per_chunk", "fetched_mib", "host_hits"])
+    .variants(
+        measure,
+        [
+            ("local-prefetch", Role::Peer, How::LocalPrefetch),
+            ("s3-prefetch", Role::After, How::Prefetch),
+            (
+                "s3-on-demand",
+                Role::Peer,
+                How::OnDemand {
+                    chunk: CHUNK,
+                    sample: 1,
+                },
+            ),
+            (
+                "s3-on-demand-4k",
+                Role::Before,
+                How::OnDemand {
+                    chunk: PAGE as u64,
+                    sample: SAMPLE_4K,
+                },
+            ),
+            ("s3-prefetch-4x", Role::Peer, How::PrefetchFour),
+        ],
+    )
+    .ratio(
         Ratio::of("s3-prefetch", "local-prefetch")
             .at_most(2.0)
             .at_case("20 ms"),
@@ -174,13 +170,7 @@ fn store_with(snapshot: &Snapshot) -> Result<(&'static Mutex<Store>, String), La
     let store = match STORE.get() {
         Some(s) => s,
         None => {
-            let shm = std::path::Path::new("/dev/shm");
-            let dir = if shm.is_dir() {
-                shm.to_path_buf()
-            } else {
-                std::env::temp_dir()
-            };
-            let root = dir.join(format!("herdless-lab-s3-{}", std::process::id()));
+            let root = scratch::tmpfs_dir().join(format!("herdless-lab-s3-{}", std::process::id()));
             std::fs::create_dir_all(root.join(BUCKET))
                 .map_err(|e| LabError::os("creating the S3 server's directory", e))?;
             if ROOT.set(root.clone()).is_ok() {
@@ -216,16 +206,6 @@ fn store_with(snapshot: &Snapshot) -> Result<(&'static Mutex<Store>, String), La
         }
     };
     Ok((store, format!("s3://{BUCKET}/{key}")))
-}
-
-/// A fresh host cache directory (removed by the caller).
-fn cache_dir() -> PathBuf {
-    static N: AtomicUsize = AtomicUsize::new(0);
-    std::env::temp_dir().join(format!(
-        "herdless-lab-s3-cache-{}-{}",
-        std::process::id(),
-        N.fetch_add(1, Ordering::Relaxed)
-    ))
 }
 
 /// Restore options for `url` through the lab's server.
@@ -286,13 +266,14 @@ fn measure(how: How, case: &Case<Params>) -> Result<Sample, LabError> {
     let server = &store.server;
     server.set_latency(Duration::from_millis(p.latency_ms));
     server.reset_counts();
-    let cache = cache_dir();
+    let cache = scratch_dir("s3-cache")?;
+    let cache = cache.path();
     // (time, the restores' figures, what the sample stands for)
     let result = (|| -> Result<(Duration, Vec<RestoreSummary>, u32), LabError> {
         match how {
             How::LocalPrefetch => unreachable!("measured above"),
             How::Prefetch => {
-                let mut opts = s3_options(server, &url, CHUNK, &cache);
+                let mut opts = s3_options(server, &url, CHUNK, cache);
                 opts.handlers = p.threads;
                 opts.prefetch = Some(trace);
                 opts.prefetch_threads = cpus;
@@ -300,7 +281,7 @@ fn measure(how: How, case: &Case<Params>) -> Result<Sample, LabError> {
                 Ok((r.time, vec![r.summary], 1))
             }
             How::OnDemand { chunk, sample } => {
-                let mut opts = s3_options(server, &url, chunk, &cache);
+                let mut opts = s3_options(server, &url, chunk, cache);
                 opts.handlers = p.threads;
                 let sampled: Vec<(usize, usize)> = runs.iter().step_by(sample).copied().collect();
                 let r = run::restore(&snapshot, opts, PAGE, &sampled, p.threads)?;
@@ -311,7 +292,7 @@ fn measure(how: How, case: &Case<Params>) -> Result<Sample, LabError> {
                 let outcomes: Vec<Result<run::Restored, LabError>> = std::thread::scope(|s| {
                     let handles: Vec<_> = (0..4)
                         .map(|_| {
-                            let mut opts = s3_options(server, &url, CHUNK, &cache);
+                            let mut opts = s3_options(server, &url, CHUNK, cache);
                             opts.handlers = 1;
                             opts.prefetch = Some(trace.clone());
                             opts.prefetch_threads = 1;
@@ -341,7 +322,6 @@ fn measure(how: How, case: &Case<Params>) -> Result<Sample, LabError> {
             }
         }
     })();
-    let _ = std::fs::remove_dir_all(&cache);
     server.set_latency(Duration::ZERO);
     let (time, summaries, scale) = result?;
     let scale_f = f64::from(scale);

@@ -113,29 +113,15 @@ fn section() -> Section<Params> {
     // A fixed number of operations per run in total, so that every case
     // takes about as long; per thread that is total / T.
     let cases = |threads: &[usize], total: u64| {
-        threads
-            .iter()
-            .map(|&t| {
-                Case::new(
-                    t.to_string(),
-                    Params {
-                        threads: t,
-                        ops_per_thread: total / t as u64,
-                        write_percent: 10,
-                        inside: 300,
-                        outside: 600,
-                    },
-                )
-            })
-            .collect::<Vec<_>>()
-    };
-    let seed_threads = [2, 8, 16, 32];
-    let herdless = |name, role, counting, wake| {
-        let config = RwSemConfig::new(counting, wake);
-        Variant::new(name, role, move |case: &Case<Params>| {
-            measure(&Herdless::new(config), case)
+        Case::each(threads, |t| Params {
+            threads: t,
+            ops_per_thread: total / t as u64,
+            write_percent: 10,
+            inside: 300,
+            outside: 600,
         })
     };
+    let seed_threads = [2, 8, 16, 32];
     Section::new(
         "mixed read/write, 10% writes (volanomark-like)",
         "threads",
@@ -152,30 +138,31 @@ fn section() -> Section<Params> {
     .metric(Metric::lower("wakeups_per_kop", "per 1k ops"))
     .metric(Metric::lower("ctx_switches_per_kop", "per 1k ops"))
     .evidence(&["contended_per_kop", "wait_lock_per_kop", "wakeups_per_kop"])
-    .variant(herdless(
-        GENERIC_UNDER,
-        Role::Before,
-        Counting::Generic,
-        WakeTiming::WakeUnderLock,
-    ))
-    .variant(herdless(
-        GENERIC_AFTER,
-        Role::After,
-        Counting::Generic,
-        WakeTiming::WakeAfterUnlock,
-    ))
-    .variant(herdless(
-        ATOMIC_UNDER,
-        Role::Before,
-        Counting::AtomicCount,
-        WakeTiming::WakeUnderLock,
-    ))
-    .variant(herdless(
-        ATOMIC_AFTER,
-        Role::After,
-        Counting::AtomicCount,
-        WakeTiming::WakeAfterUnlock,
-    ))
+    .variants(
+        |(counting, wake), case| measure(&Herdless::new(RwSemConfig::new(counting, wake)), case),
+        [
+            (
+                GENERIC_UNDER,
+                Role::Before,
+                (Counting::Generic, WakeTiming::WakeUnderLock),
+            ),
+            (
+                GENERIC_AFTER,
+                Role::After,
+                (Counting::Generic, WakeTiming::WakeAfterUnlock),
+            ),
+            (
+                ATOMIC_UNDER,
+                Role::Before,
+                (Counting::AtomicCount, WakeTiming::WakeUnderLock),
+            ),
+            (
+                ATOMIC_AFTER,
+                Role::After,
+                (Counting::AtomicCount, WakeTiming::WakeAfterUnlock),
+            ),
+        ],
+    )
     .variant(Variant::new(STD, Role::Peer, |case| {
         measure(&Std::new(), case)
     }))
