@@ -18,7 +18,7 @@
 //! the loom model `lockless_append_racing_the_drain_*` checks it.
 
 use std::collections::VecDeque;
-use std::ptr;
+use std::ptr::{self, NonNull};
 
 use crossbeam_utils::CachePadded;
 
@@ -29,8 +29,26 @@ use crate::sync::{Arc, AtomicPtr, Ordering};
 pub(crate) struct LockFreeList {
     /// The newest node (an item, or the stub).
     tail: CachePadded<AtomicPtr<Link>>,
-    /// The stub, boxed so its address is stable.
-    stub: Box<Link>,
+    /// The stub, allocated on its own so its address is stable, held as
+    /// a raw pointer (from `Box::leak`, freed in `Drop`): a `Box`
+    /// field is asserted unique each time the list moves, which would
+    /// invalidate the pointers to the stub that `tail` and the consumer
+    /// hold (Miri's Stacked Borrows reported it).
+    stub: NonNull<Link>,
+}
+
+// SAFETY: the stub is owned by the list and only reached through atomics
+// (its `next`) or by the consumer under the scan lock, as the items are;
+// `Link` is `Send + Sync`, as a `Box<Link>` field made the list before.
+unsafe impl Send for LockFreeList {}
+// SAFETY: as above.
+unsafe impl Sync for LockFreeList {}
+
+impl Drop for LockFreeList {
+    fn drop(&mut self) {
+        // SAFETY: from `Box::leak` in `new`, freed only here.
+        drop(unsafe { Box::from_raw(self.stub.as_ptr()) });
+    }
 }
 
 /// The consumer end of a `LockFree` list, kept under the poller's scan lock
@@ -53,17 +71,21 @@ impl Consumer {
 
 impl LockFreeList {
     pub(crate) fn new() -> (Self, Consumer) {
-        let stub = Box::new(Link::new());
-        let stub_ptr = &*stub as *const Link as *mut Link;
+        let stub = NonNull::from(Box::leak(Box::new(Link::new())));
         let list = LockFreeList {
-            tail: CachePadded::new(AtomicPtr::new(stub_ptr)),
+            tail: CachePadded::new(AtomicPtr::new(stub.as_ptr())),
             stub,
         };
-        (list, Consumer { head: stub_ptr })
+        (
+            list,
+            Consumer {
+                head: stub.as_ptr(),
+            },
+        )
     }
 
     fn stub(&self) -> *mut Link {
-        &*self.stub as *const Link as *mut Link
+        self.stub.as_ptr()
     }
 
     pub(crate) fn push(&self, item: &Arc<Item>) -> bool {
