@@ -38,8 +38,10 @@ const COPY_ALL_CHUNK: usize = 512;
 /// read, while a vCPU waits on every fault: with the vCPUs, the handler
 /// and the copier runnable on fewer CPUs, the scheduler runs the first two
 /// first. Measured in the lab's `firecracker` experiment (issue 22: a
-/// ballooned range read again during the copy).
-const COPY_ALL_NICE: i32 = 10;
+/// ballooned range read again during the copy took 145 ms at the
+/// handlers' priority, 60 ms at +10, 43 ms at +19; Firecracker's own
+/// on-demand handler, 37 ms).
+const COPY_ALL_NICE: i32 = 19;
 
 /// A background fill: `ranges` of pages, in runs of `chunk` pages, lane
 /// `lane` of `lanes` (`prefetch::run`).
