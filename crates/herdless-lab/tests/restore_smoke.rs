@@ -2,22 +2,42 @@
 //! measured without an error, and the counts that do not depend on timing
 //! exactly as the restore methods make them.
 
+use std::sync::OnceLock;
 use std::time::SystemTime;
 
 use herdless_lab::experiments;
 use herdless_lab::harness::report::Machine;
 use herdless_lab::harness::{run_experiment, Report, RunOptions, Suite};
 
+/// One smoke run of the `restore` experiment, shared by the tests below
+/// (each reads its own tables); `None`, said once, where userfaultfd is
+/// not permitted.
+fn smoke_report() -> Option<&'static Report> {
+    static REPORT: OnceLock<Option<Report>> = OnceLock::new();
+    REPORT
+        .get_or_init(|| {
+            if let Err(e) = herdless_pager::vmm::GuestMemory::new(&[4096]) {
+                eprintln!("skipping: userfaultfd is not permitted here ({e})");
+                return None;
+            }
+            let exp = experiments::find("restore").unwrap();
+            let opts = RunOptions::new(Suite::Smoke);
+            let result = run_experiment(&exp, &opts).unwrap();
+            Some(Report::new(
+                Machine::detect(),
+                &opts,
+                SystemTime::now(),
+                vec![result],
+            ))
+        })
+        .as_ref()
+}
+
 #[test]
 fn restore_smoke_measures_every_variant_with_the_counts_each_method_implies() {
-    if let Err(e) = herdless_pager::vmm::GuestMemory::new(&[4096]) {
-        eprintln!("skipping: userfaultfd is not permitted here ({e})");
+    let Some(report) = smoke_report() else {
         return;
-    }
-    let exp = experiments::find("restore").unwrap();
-    let opts = RunOptions::new(Suite::Smoke);
-    let result = run_experiment(&exp, &opts).unwrap();
-    let report = Report::new(Machine::detect(), &opts, SystemTime::now(), vec![result]);
+    };
     let section = &report.experiments[0].sections[0];
     let names: Vec<&str> = section.variants.iter().map(|v| v.name.as_str()).collect();
     assert_eq!(
@@ -98,14 +118,9 @@ fn restore_smoke_measures_every_variant_with_the_counts_each_method_implies() {
 
 #[test]
 fn restore_from_s3_smoke_fetches_each_chunk_once_however_many_restores() {
-    if let Err(e) = herdless_pager::vmm::GuestMemory::new(&[4096]) {
-        eprintln!("skipping: userfaultfd is not permitted here ({e})");
+    let Some(report) = smoke_report() else {
         return;
-    }
-    let exp = experiments::find("restore").unwrap();
-    let opts = RunOptions::new(Suite::Smoke);
-    let result = run_experiment(&exp, &opts).unwrap();
-    let report = Report::new(Machine::detect(), &opts, SystemTime::now(), vec![result]);
+    };
     let section = report.experiments[0]
         .sections
         .iter()
