@@ -270,9 +270,9 @@ impl RawMutex {
                 continue;
             }
             // Spin while nobody sleeps, past sleepers where the budget says
-            // so (on two CPUs a spinner would take the lock ahead of them at
-            // every unlock), and always when we are the woken thread: the
-            // unlocks count on it to be awake.
+            // so (every machine's default, `spin.rs`: the woken thread's
+            // ASKING keeps it fair), and always when we are the woken
+            // thread: the unlocks count on it to be awake.
             let may_spin = woken || state & PARKED == 0 || budget.spin_past_sleepers;
             if may_spin && spin.spin(budget) {
                 state = self.state.load(Ordering::Relaxed);
