@@ -1,57 +1,29 @@
 //! Judging a table's ratios against their targets: which case decides, met
-//! or missed, and how far the verdict can be trusted.
+//! or missed, and how far the verdict can be trusted. The lab README's
+//! "Verdicts, confidence and a disturbed machine" says what each means.
 //!
-//! # The value
-//! A ratio divides two medians, per case ([`Quotient::of`]). A zero
-//! denominator is a result, not missing data:
-//! - `x/0` with `x > 0` is `∞`: it meets every "at least" target and misses
-//!   every "at most" one (e.g. contended acquisitions before/after, the
-//!   "after" variant never contended: the best result);
-//! - `0/x` with `x > 0` is 0: it meets "at most", misses "at least";
-//! - `0/0` (neither variant did what is counted) says nothing about the
-//!   claim: that case is not judged, and a target whose every case is `0/0`
-//!   is "not judged" (`met` stays `None`), as one without data is.
-//!
-//! The target's verdict is decided by the worst value over the cases it
-//! applies to (the smallest for "at least", the largest for "at most").
-//!
-//! # The confidence
-//! Each case's ratio has a noise interval: the medians moved by their
-//! spreads (`k` × half-IQR, or half-range under 4 repetitions) in the
-//! directions that widen the quotient, `[(n − k·sn)/(d + k·sd), (n + k·sn)/(d − k·sd)]`.
-//! A verdict is
-//! - **high** when the interval at `k = 2` lies wholly on the verdict's
-//!   side of the bound,
-//! - **medium** when only the interval at `k = 1` does,
-//! - **low** when the bound lies within the spread (noise alone could turn
-//!   the verdict),
-//!
-//! taking every case that must meet the bound for "met" (the least
-//! confident of them) and the most confident missing case for "missed".
-//! Two caps then apply: fewer than [`MIN_SAMPLES`] repetitions measure no
-//! spread (low); a case measured while others took [`DISTURBED`] of the
-//! machine or more is at most medium.
-//!
-//! # The outcome
-//! A low-confidence verdict is not a decision: noise alone could turn it,
-//! and two runs of the same code would disagree on it as often as not when
-//! the true value sits at the bound. So the [`Outcome`] is *met* or
-//! *missed* only at medium or high confidence, and *undecided* at low
-//! confidence, reported as `undecided (leans met)` or `undecided (leans
-//! missed)`: the side of the bound the median lies on
-//! ([`Judgement::met`]), with the value and the reasons as for any
-//! verdict. Every output counts undecided targets apart from met and
-//! missed ones, and `compare` takes two undecided verdicts to agree (see
-//! `compare/mod.rs`). Before a table is judged, the runner measures a row
-//! whose bound lies within its spread again (`runner.rs`, "Re-measuring"),
-//! so a verdict is left undecided only when that did not settle it.
+//! - **The value.** A ratio divides two medians per case
+//!   ([`Quotient::of`]): `x/0` is `∞` (meets every "at least", misses
+//!   every "at most"), `0/0` is not judged (the other cases decide). The
+//!   worst value over the cases a target applies to decides it.
+//! - **The confidence.** A case's noise interval moves the medians by `k`
+//!   spreads the ways that widen the quotient,
+//!   `[(n − k·sn)/(d + k·sd), (n + k·sn)/(d − k·sd)]` ([`interval`]): wholly
+//!   on the verdict's side of the bound at `k = 2` is high, at `k = 1`
+//!   medium, else low. "Met" takes its least confident case, "missed" its
+//!   most confident missing one. Under [`MIN_SAMPLES`] repetitions it is
+//!   low; a row disturbed ([`DISTURBED`]) caps it at medium.
+//! - **The outcome.** Low confidence decides nothing: [`Outcome::Undecided`],
+//!   leaning the way the median lies ([`Judgement::met`]); the runner
+//!   measures such a row again first (`runner.rs`), and `compare` takes two
+//!   undecided verdicts to agree.
 //!
 //! [`DISTURBED`]: super::disturbance::DISTURBED
 
 use super::format::{describe_bound, fmt_quotient, fmt_ratio};
 use super::outcome::{Confidence, Outcome, OutcomeCounts};
 use super::quotient::Quotient;
-use super::report::{RatioReport, SectionReport};
+use super::report::{Ratio, SectionReport};
 use super::spec::Bound;
 
 /// Fewest repetitions a cell needs for its spread to mean anything.
@@ -62,6 +34,8 @@ pub const MIN_SAMPLES: usize = 3;
 pub struct Judgement {
     /// The deciding case (index).
     pub case: usize,
+    /// The deciding case's label.
+    pub label: String,
     /// The deciding value.
     pub value: Quotient,
     /// Which side of the bound the deciding value lies on: whether the
@@ -85,7 +59,7 @@ impl Judgement {
 
     /// `met`, `MISSED`, `undecided (leans met)` or `undecided (leans
     /// missed)`.
-    pub fn label(&self) -> &'static str {
+    pub fn verdict(&self) -> &'static str {
         self.outcome().label(self.met)
     }
 }
@@ -183,7 +157,7 @@ impl SectionReport {
 
     /// The cases `ratio`'s target applies to that have a value to judge
     /// (`0/0` has none), with that value.
-    fn judged_values(&self, ratio: &RatioReport) -> Vec<(usize, f64)> {
+    fn judged_values(&self, ratio: &Ratio) -> Vec<(usize, f64)> {
         (0..self.cases.len())
             .filter(|&c| ratio.applies_to(&self.cases[c].label))
             .filter_map(|c| Some((c, ratio.values.get(c).copied()??.value()?)))
@@ -193,7 +167,7 @@ impl SectionReport {
     /// The case (index) and value that decide `ratio`'s target: the worst
     /// value over the cases it applies to; `None` without a target or a
     /// value to judge.
-    pub fn deciding(&self, ratio: &RatioReport) -> Option<(usize, Quotient)> {
+    pub fn deciding(&self, ratio: &Ratio) -> Option<(usize, Quotient)> {
         let bound = ratio.target?;
         self.judged_values(ratio)
             .into_iter()
@@ -213,7 +187,7 @@ impl SectionReport {
 
     /// `ratio`'s verdict with its confidence; `None` without a target or a
     /// value to judge.
-    pub fn judge(&self, ratio: &RatioReport) -> Option<Judgement> {
+    pub fn judge(&self, ratio: &Ratio) -> Option<Judgement> {
         let bound = ratio.target?;
         let (case, value) = self.deciding(ratio)?;
         let met = bound.holds(value.value()?);
@@ -251,6 +225,7 @@ impl SectionReport {
         );
         Some(Judgement {
             case,
+            label: self.cases[case].label.clone(),
             value,
             met,
             confidence,
@@ -263,11 +238,7 @@ impl SectionReport {
     /// by its value there), with why it is not high; `None` where the
     /// target does not apply or has no value to judge. The runner asks it
     /// to decide whether a row is worth measuring again.
-    pub fn case_confidence(
-        &self,
-        ratio: &RatioReport,
-        c: usize,
-    ) -> Option<(Confidence, Vec<String>)> {
+    pub fn case_confidence(&self, ratio: &Ratio, c: usize) -> Option<(Confidence, Vec<String>)> {
         Some(self.own_case_level(ratio, c)?.confidence())
     }
 
@@ -277,14 +248,14 @@ impl SectionReport {
     /// row again with as few would measure no spread either; the runner
     /// asks this to decide whether an undecided row is worth measuring
     /// again.
-    pub fn bound_within_spread(&self, ratio: &RatioReport, c: usize) -> bool {
+    pub fn bound_within_spread(&self, ratio: &Ratio, c: usize) -> bool {
         self.own_case_level(ratio, c)
             .is_some_and(|level| level.margin == Confidence::Low && level.samples >= MIN_SAMPLES)
     }
 
     /// Case `c`'s level on the side of `ratio`'s bound its own value lies
     /// on; `None` where the target does not apply or has no value to judge.
-    fn own_case_level(&self, ratio: &RatioReport, c: usize) -> Option<CaseLevel> {
+    fn own_case_level(&self, ratio: &Ratio, c: usize) -> Option<CaseLevel> {
         let bound = ratio.target?;
         if !ratio.applies_to(&self.cases[c].label) {
             return None;
@@ -294,7 +265,7 @@ impl SectionReport {
     }
 
     /// How clearly case `c` is on the `met` (or missed) side of `bound`.
-    fn case_level(&self, ratio: &RatioReport, bound: Bound, c: usize, met: bool) -> CaseLevel {
+    fn case_level(&self, ratio: &Ratio, bound: Bound, c: usize, met: bool) -> CaseLevel {
         let metric = self.ratio_metric(ratio);
         let disturbed = self
             .disturbance_at(c)
@@ -347,10 +318,10 @@ impl SectionReport {
                     let worst = if r.at.len() == 1 { "" } else { "worst " };
                     let mut line = format!(
                         "{head}: {} ({worst}{} at {} {}), {} confidence",
-                        j.label(),
+                        j.verdict(),
                         fmt_quotient(j.value),
                         self.param,
-                        self.cases[j.case].label,
+                        j.label,
                         j.confidence.label()
                     );
                     if !j.reasons.is_empty() {
@@ -388,7 +359,7 @@ impl SectionReport {
     }
 
     /// `at every case`, or `at 8, 16`.
-    fn where_(&self, r: &RatioReport) -> String {
+    fn where_(&self, r: &Ratio) -> String {
         if r.at.is_empty() {
             "at every case".to_string()
         } else {
@@ -398,7 +369,7 @@ impl SectionReport {
 
     /// Why a target has no verdict: no value where it applies, or only
     /// `0/0`.
-    fn why_not_judged(&self, r: &RatioReport) -> String {
+    fn why_not_judged(&self, r: &Ratio) -> String {
         let both_zero: Vec<&str> = (0..self.cases.len())
             .filter(|&c| r.applies_to(&self.cases[c].label))
             .filter(|&c| r.values.get(c).copied().flatten() == Some(Quotient::BothZero))
@@ -420,7 +391,7 @@ impl SectionReport {
 mod tests {
     use super::*;
     use crate::harness::disturbance::Disturbance;
-    use crate::harness::report::{CaseReport, Cell, MetricInfo, VariantInfo};
+    use crate::harness::report::{CaseReport, Cell, Metric, VariantInfo};
     use crate::harness::spec::Role;
     use crate::harness::stats::Summary;
 
@@ -444,11 +415,7 @@ mod tests {
         let mut s = SectionReport {
             title: "fixture".into(),
             param: "n".into(),
-            metrics: vec![MetricInfo {
-                name: "t".into(),
-                unit: "x".into(),
-                lower_is_better: true,
-            }],
+            metrics: vec![Metric::lower("t", "x")],
             variants: ["a", "b"]
                 .map(|name| VariantInfo {
                     name: name.into(),
@@ -467,16 +434,9 @@ mod tests {
                     disturbance: None,
                 })
                 .collect(),
-            ratios: vec![RatioReport {
-                num: "a".into(),
-                den: "b".into(),
+            ratios: vec![Ratio {
                 target: Some(bound),
-                at: Vec::new(),
-                metric: None,
-                values: Vec::new(),
-                met: None,
-                confidence: None,
-                outcome: None,
+                ..Ratio::of("a", "b")
             }],
             evidence: Vec::new(),
             disturbance: None,
