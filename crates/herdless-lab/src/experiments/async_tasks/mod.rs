@@ -72,25 +72,17 @@ pub fn experiment() -> Experiment {
 fn lock_section(runtime: Runtime) -> Section<lock::Params> {
     // (tasks, held across a yield)
     let cases = |rows: &[(usize, bool)], total_ops: u64| {
-        rows.iter()
-            .map(|&(t, held)| {
-                let label = if held {
-                    format!("{t} held")
-                } else {
-                    t.to_string()
-                };
-                Case::new(
-                    label,
-                    lock::Params {
-                        runtime,
-                        tasks: t,
-                        ops: (total_ops / t as u64).max(1),
-                        outside: 0,
-                        held_across_yield: held,
-                    },
-                )
-            })
-            .collect::<Vec<_>>()
+        Case::list(rows, |(t, held)| {
+            let params = lock::Params {
+                runtime,
+                tasks: t,
+                ops: (total_ops / t as u64).max(1),
+                outside: 0,
+                held_across_yield: held,
+            };
+            let held = if held { " held" } else { "" };
+            (format!("{t}{held}"), params)
+        })
     };
     let rows = |tasks: &[usize], held: &[usize]| {
         let mut rows: Vec<_> = tasks.iter().map(|&t| (t, false)).collect();

@@ -91,21 +91,18 @@ pub(crate) enum Backend {
 
 /// Rows of (working set, guest memory, ballooned) MiB.
 fn cases(rows: &[(usize, usize, usize)]) -> Vec<Case<Params>> {
-    let case = |(ws_mib, mem_mib, balloon_mib)| {
+    Case::list(rows, |(ws_mib, mem_mib, balloon_mib)| {
         let label = match balloon_mib {
             0 => format!("{ws_mib} MiB"),
             b => format!("{ws_mib} MiB, {b} out"),
         };
-        Case::new(
-            label,
-            Params {
-                ws_mib,
-                mem_mib,
-                balloon_mib,
-            },
-        )
-    };
-    rows.iter().map(|&row| case(row)).collect()
+        let params = Params {
+            ws_mib,
+            mem_mib,
+            balloon_mib,
+        };
+        (label, params)
+    })
 }
 
 fn rows() -> PerSuite<Vec<Case<Params>>> {
