@@ -1,33 +1,16 @@
 //! `locks` (issue 14): herdless's `Mutex` and `Condvar` against the locks
 //! users run today, `parking_lot`, `std::sync` and glibc's pthreads, all
-//! four interleaved in one run, in three tables:
-//!
-//! 1. *mutex throughput*, in parking_lot's own benchmark shape (T threads,
-//!    work inside and outside the lock, a fixed interval; see
-//!    `throughput`);
-//! 2. *bounded queue*: one mutex and two condvars, `notify_one` on every
-//!    push and pop, producers × consumers × capacity (see `queue`);
-//! 3. *notify_all* to waiters that all need the mutex afterwards: how long
-//!    until every one has run, and how many futex calls and sleeps that
-//!    took per waiter (see `broadcast`).
-//!
-//! Not a seed: the lab's other experiments reproduce one kernel patch
-//! each; this one checks that the primitives built from them (seed 004's
-//! futex table, seed 001's wake-after-unlock and requeue) hold their own
-//! against the best user-space locks. Its targets: herdless at least as
-//! fast as parking_lot and as std on every row of tables 1 and 2, and no
-//! more wake calls per waiter than parking_lot in table 3 (which makes
-//! about one: each waiter woken once, by the previous one's unlock).
-//!
-//! Counted evidence, per operation: the worker threads' CPU time and their
-//! voluntary and involuntary context switches (`getrusage(RUSAGE_THREAD)`,
-//! every family; the CPU time moves far less than wall time when other
-//! processes load the machine), condvar waits (the workload counts them,
-//! every family),
-//! herdless's futex-table waits, wakeups and idle wakes (its `stats`
-//! feature, herdless only; see `table_stats`), and in table 3 the futex
-//! system calls of every family (a perf tracepoint counter, see
+//! four interleaved in one run, each workload written once over
+//! [`Monitor`] (`monitor.rs`): parking_lot's mutex benchmark
+//! (`throughput`), its scaling curve, an occasional locker beside busy
+//! ones (`occasional`), a bounded queue on one mutex and two condvars
+//! (`queue`), and `notify_all` to waiters that all need the mutex
+//! (`broadcast`, with every family's futex calls counted by
 //! `futex_calls`).
+//!
+//! Not a seed: it checks that the primitives built from seeds 001 and 004
+//! hold their own against the best user-space locks. The lab README's
+//! `locks` section gives the rows, the counted evidence and the targets.
 
 mod broadcast;
 pub mod futex_calls;
