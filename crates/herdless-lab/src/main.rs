@@ -458,13 +458,13 @@ fn list(suite: Suite, console: &mut Console) -> Result<(), LabError> {
     for exp in experiments::all() {
         text.push_str(&para(&format!("{}: {}", exp.name, exp.seed), 4));
         for s in &exp.sections {
-            let cases: Vec<String> = s.cases(suite).into_iter().map(|(label, _)| label).collect();
-            let variants: Vec<&str> = s.variants().into_iter().map(|(name, _)| name).collect();
+            let cases: Vec<&str> = s.cases.get(suite).iter().map(|c| c.0.as_str()).collect();
+            let variants: Vec<&str> = s.variants.iter().map(|v| v.name.as_str()).collect();
             text.push_str(&para(
                 &format!(
                     "  - {}: {} = {} ({} suite); variants {}",
-                    s.title(),
-                    s.param(),
+                    s.title,
+                    s.param,
                     cases.join(", "),
                     suite.name(),
                     variants.join(", ")

@@ -1,38 +1,13 @@
 //! `epoll` (seed 003, "epoll: use rwlock in order to reduce
 //! ep_poll_callback() contention"): the stress-epoll shape. T producer
-//! threads each write 1 to their own eventfd E times in a tight loop; one
-//! consumer waits on the poller and reads every ready eventfd until it has
-//! all T × E events. Run time and events per ms, per ready-list variant.
-//!
-//! Variants: `spinlock` (before: every callback takes the ready-list
-//! lock), `rwlock-swap` (the seed: callbacks share a read lock and append
-//! with one exchange), `lock-free` (beyond: MPSC list and a per-item
-//! queued flag, no reader-writer lock; the source's entry latched while
-//! the item is queued, so most writes skip the callback and the source's
-//! queue lock), and `kernel` (the same shape on
-//! `epoll` + `eventfd`, edge-triggered, non-blocking eventfds). herdless
-//! pollers watch their sources edge-triggered as well.
-//!
-//! As in the seed, E is fixed per producer (quick: 30 000, full: 300 000),
-//! so a row with more producers carries more events (T × E).
-//!
-//! # Counted evidence (herdless variants, with the `stats` feature)
-//! - `callbacks_per_kevent`: poll callbacks run per 1000 events. In
-//!   `spinlock` and `rwlock-swap` every write runs one (the kernel's shape:
-//!   `ep_poll_callback` per event) and each takes the list lock, shared or
-//!   not; `lock-free` latches the source's entry while its item is queued,
-//!   so only the first write after a harvest runs it;
-//! - `contended_per_kevent`: ready-list lock acquisitions that found the
-//!   lock held (callbacks or consumer), per 1000 events;
-//! - `queued_per_kevent`: callbacks that queued their item (the rest found
-//!   it already queued), per 1000 events: how often the consumer drained a
-//!   source before its producer wrote again;
-//! - `wakeups_per_kevent`: wakeups of the consumer.
-//!
-//! On 2 cores `rwlock-swap` cannot show the seed's 1.5×: 80–180 of 1000
-//! spinlock acquisitions are contended (`rwlock-swap`: 7–30), and the
-//! uncontended list lock is one of four locked read-modify-write pairs per
-//! event; the lab README has the numbers.
+//! threads each write 1 to their own eventfd E times; one consumer waits on
+//! the poller and reads every ready eventfd until it has all T × E events,
+//! with the ready list as a `spinlock` (before), `rwlock-swap` (the seed),
+//! `lock-free` (beyond: the source's entry latched while its item is
+//! queued), and the `kernel`'s `epoll` + `eventfd`, all edge-triggered.
+//! The lab README's `epoll` section gives the counted evidence
+//! (`callbacks_per_kevent`...) and why `rwlock-swap` cannot show the seed's
+//! 1.5× on 2 cores.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;

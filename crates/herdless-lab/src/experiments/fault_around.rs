@@ -1,30 +1,11 @@
 //! `fault-around` (seed 002, "mm: map few pages around fault address if
 //! they are in page cache", Shutemov 2014): the usemem shape. T threads
-//! (1, 2, 8) read a file-backed region, sequentially (each thread its own
-//! contiguous share) or randomly (each its pages in a shuffled order),
-//! summing every word and checking the sum against the file's.
-//!
-//! Variants, in one run on the same file:
-//! - `window-4k` (before): [`Pager`] with fault-around off, one page per fault;
-//! - `window-16k`, `window-64k` (after): the window the seed maps;
-//! - `minor-64k`: minor-fault mode (`UFFDIO_CONTINUE` over the window,
-//!   zero-copy) on the same tmpfs file;
-//! - `kernel-mmap` (kernel): the kernel's own `mmap` of the file, with its
-//!   own fault-around.
-//!
-//! The file lives in tmpfs (`/dev/shm`, else the temp dir) so that it is in
-//! the page cache and minor mode can map it; it is written and read once
-//! before any timing, unlinked at once (the lab keeps an open descriptor)
-//! so nothing is left behind.
-//!
-//! Sizes: smoke 8 MiB; quick 64 MiB (16384 pages, 1024 windows of 64 KiB:
-//! enough faults that per-fault and per-page costs separate, and the whole
-//! experiment stays under 30 s on 2 cores; random runs at 1 and 8 threads
-//! only); full 256 MiB at 1, 2 and 8 threads in both orders.
-//!
-//! Metrics: time, the pager's faults (fault messages served; for the kernel
-//! variant the readers' minor faults), pages per fault (pager stats), and
-//! `kernel_faults`, the readers' minor faults from `getrusage`.
+//! read a file-backed region, sequentially or in a shuffled order, summing
+//! every word and checking the sum against the file's, through
+//! [`Pager`] with fault-around windows of 4 KiB (before), 16 KiB and
+//! 64 KiB (after), in minor-fault mode, and through the kernel's own
+//! `mmap`. The lab README's `fault-around` section gives the sizes,
+//! variants, metrics and targets.
 
 use std::fs::File;
 use std::io::Write;

@@ -96,6 +96,24 @@ pub struct Conditions {
     pub disturbance: Option<Disturbance>,
 }
 
+impl Conditions {
+    /// `load average 0.52 at the start; over the run others 3%, steal 0%
+    /// of the CPU time` (the load marked ` (busy)` when it is for
+    /// `busy_of` cores); `None` when neither was read.
+    pub fn describe(&self, busy_of: Option<usize>) -> Option<String> {
+        let mut parts = Vec::new();
+        if let Some(load) = self.load_at_start {
+            let busy = busy_of.is_some_and(|cores| load.is_busy(cores));
+            let mark = if busy { " (busy)" } else { "" };
+            parts.push(format!("load average {:.2} at the start{mark}", load.one));
+        }
+        if let Some(d) = self.disturbance {
+            parts.push(format!("over the run {}", d.describe()));
+        }
+        (!parts.is_empty()).then(|| parts.join("; "))
+    }
+}
+
 /// CPU time counters at one instant.
 #[derive(Clone, Copy, Debug)]
 pub struct CpuTimes {

@@ -2,8 +2,8 @@
 //!
 //! An experiment is data ([`spec`]): sections (one table each) with their
 //! cases per suite, metrics (the first is primary), variants (closures that
-//! measure one case once and return a [`Sample`]) and ratio columns with
-//! optional targets. The [`runner`] repeats, interleaves, re-measures noisy
+//! measure one case once and return a [`Sample`]) and ratio columns
+//! ([`ratio`]) with optional targets. The [`runner`] repeats, interleaves, re-measures noisy
 //! rows and aggregates, noting how busy the machine was ([`disturbance`]);
 //! the result is a plain [`Report`] ([`report`], [`machine`], its ratio
 //! values [`quotient`] and its verdicts' [`outcome`]) that [`verdict`]
@@ -62,6 +62,7 @@ pub mod plot;
 pub mod progress;
 pub mod quotient;
 pub mod rank_test;
+pub mod ratio;
 pub mod report;
 pub mod runner;
 pub mod rusage;

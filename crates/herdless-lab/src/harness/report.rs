@@ -11,9 +11,8 @@ use serde::{Deserialize, Serialize};
 
 use super::disturbance::{Conditions, Disturbance};
 pub use super::machine::Machine;
-use super::outcome::{Confidence, Outcome};
-use super::quotient::Quotient;
-use super::spec::{Bound, Role, Suite};
+use super::spec::Suite;
+pub use super::spec::{Metric, Ratio, VariantInfo};
 use super::stats::Summary;
 
 /// Version of the JSON layout.
@@ -74,39 +73,19 @@ pub struct SectionReport {
     /// What the rows vary.
     pub param: String,
     /// Metrics, primary first.
-    pub metrics: Vec<MetricInfo>,
+    pub metrics: Vec<Metric>,
     /// Columns, in display order.
     pub variants: Vec<VariantInfo>,
     /// Rows.
     pub cases: Vec<CaseReport>,
     /// Ratio columns of the primary metric, with their verdicts.
-    pub ratios: Vec<RatioReport>,
+    pub ratios: Vec<Ratio>,
     /// The metrics that explain the result.
     #[serde(default)]
     pub evidence: Vec<String>,
     /// How much of the machine others took while the whole table was
     /// measured (`None`: too short a window to tell).
     pub disturbance: Option<Disturbance>,
-}
-
-/// A metric's declaration.
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct MetricInfo {
-    /// Key.
-    pub name: String,
-    /// Unit.
-    pub unit: String,
-    /// Whether smaller is better.
-    pub lower_is_better: bool,
-}
-
-/// A variant's declaration.
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct VariantInfo {
-    /// Column name.
-    pub name: String,
-    /// Before, after, kernel or peer.
-    pub role: Role,
 }
 
 /// One row: every variant's results for one case.
@@ -147,110 +126,23 @@ pub struct Cell {
     pub skipped: Option<String>,
 }
 
-/// A ratio of medians (of the primary metric unless `metric` says
-/// otherwise), per case, with its target.
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct RatioReport {
-    /// Numerator variant.
-    pub num: String,
-    /// Denominator variant.
-    pub den: String,
-    /// The claimed bound, if any.
-    pub target: Option<Bound>,
-    /// The cases the bound applies to; empty: every case. In JSON: `null`
-    /// (every case), a label (one case, as before this could name
-    /// several), or a list of labels.
-    #[serde(default, with = "at_cases")]
-    pub at: Vec<String>,
-    /// The metric divided; absent: the section's primary metric.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub metric: Option<String>,
-    /// One per case: the quotient of the medians (`None` where either
-    /// median is missing).
-    pub values: Vec<Option<Quotient>>,
-    /// Whether the target holds where it applies, as measured: the side of
-    /// the bound the deciding value lies on, decided or not (`None`: no
-    /// target, or no value to judge it by).
-    pub met: Option<bool>,
-    /// How far the verdict can be trusted (`None` when `met` is).
-    #[serde(default)]
-    pub confidence: Option<Confidence>,
-    /// Met, missed, or undecided at low confidence (`None` when `met` is).
-    /// Files of earlier labs lack it: [`Report::read_json`] derives it from
-    /// `met` and `confidence`.
-    #[serde(default)]
-    pub outcome: Option<Outcome>,
-}
-
-impl MetricInfo {
-    /// `time_ms (ms, lower is better)`: how every output names a metric.
-    pub fn heading(&self) -> String {
-        let better = if self.lower_is_better {
-            "lower"
+impl Cell {
+    /// What a table shows for a metric this cell lacks: `error`, `skipped`
+    /// or `—`.
+    pub fn missing(&self) -> &'static str {
+        if !self.errors.is_empty() {
+            "error"
+        } else if self.skipped.is_some() {
+            "skipped"
         } else {
-            "higher"
-        };
-        format!("{} ({}, {better} is better)", self.name, self.unit)
-    }
-}
-
-impl RatioReport {
-    /// The smallest and the largest value over the cases (`0/0` and
-    /// missing ones left out); `None` without any.
-    pub fn range(&self) -> Option<(f64, f64)> {
-        let values = self.values.iter().flatten().filter_map(|q| q.value());
-        values.fold(None, |range, v| match range {
-            None => Some((v, v)),
-            Some((lo, hi)) => Some((f64::min(lo, v), f64::max(hi, v))),
-        })
-    }
-
-    /// `num/den`, with the metric when it is not the primary one.
-    pub fn name(&self) -> String {
-        match &self.metric {
-            Some(m) => format!("{}/{} {m}", self.num, self.den),
-            None => format!("{}/{}", self.num, self.den),
+            "—"
         }
-    }
-
-    /// Whether the target (if any) is checked on the case labelled `label`.
-    pub fn applies_to(&self, label: &str) -> bool {
-        self.at.is_empty() || self.at.iter().any(|l| l == label)
-    }
-}
-
-/// `RatioReport::at` in JSON: `null`, one label, or a list (schema 1 wrote
-/// `null` or one label; both still read, and are still written that way).
-mod at_cases {
-    use serde::{Deserialize, Deserializer, Serialize, Serializer};
-
-    #[derive(Deserialize)]
-    #[serde(untagged)]
-    enum OneOrMany {
-        One(String),
-        Many(Vec<String>),
-    }
-
-    pub fn serialize<S: Serializer>(at: &[String], s: S) -> Result<S::Ok, S::Error> {
-        match at {
-            [] => s.serialize_none(),
-            [one] => one.serialize(s),
-            many => many.serialize(s),
-        }
-    }
-
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
-        Ok(match Option::<OneOrMany>::deserialize(d)? {
-            None => Vec::new(),
-            Some(OneOrMany::One(one)) => vec![one],
-            Some(OneOrMany::Many(many)) => many,
-        })
     }
 }
 
 impl SectionReport {
     /// The primary metric.
-    pub fn primary(&self) -> &MetricInfo {
+    pub fn primary(&self) -> &Metric {
         &self.metrics[0]
     }
 
@@ -279,8 +171,40 @@ impl SectionReport {
     }
 
     /// The metric `ratio` divides: its own, or the primary one.
-    pub fn ratio_metric<'a>(&'a self, ratio: &'a RatioReport) -> &'a str {
+    pub fn ratio_metric<'a>(&'a self, ratio: &'a Ratio) -> &'a str {
         ratio.metric.as_deref().unwrap_or(&self.metrics[0].name)
+    }
+
+    /// The first error of every cell that failed: `variant at param
+    /// label: error`.
+    pub fn errors(&self) -> Vec<String> {
+        let first = |case: &CaseReport, cell: &Cell| {
+            let e = cell.errors.first()?;
+            Some(format!(
+                "{} at {} {}: {e}",
+                cell.variant, self.param, case.label
+            ))
+        };
+        let cells = self
+            .cases
+            .iter()
+            .flat_map(|c| c.cells.iter().map(move |l| (c, l)));
+        cells.filter_map(|(case, cell)| first(case, cell)).collect()
+    }
+
+    /// Why variants could not run here, once per variant and reason:
+    /// `variant (not run here): why`.
+    pub fn skips(&self) -> Vec<String> {
+        let mut skips: Vec<String> = Vec::new();
+        for cell in self.cases.iter().flat_map(|c| &c.cells) {
+            if let Some(why) = &cell.skipped {
+                let line = format!("{} (not run here): {why}", cell.variant);
+                if !skips.contains(&line) {
+                    skips.push(line);
+                }
+            }
+        }
+        skips
     }
 
     /// How much of the machine others took while case `case` was measured:

@@ -1,38 +1,23 @@
 //! The one runner every experiment goes through: repetitions, interleaving,
-//! warm-up, error isolation, re-measuring noisy rows and aggregation.
+//! warm-up, error isolation, re-measuring noisy rows and aggregation (the
+//! lab README's "Reading the output" and "Re-measuring" say what a user
+//! sees).
 //!
-//! For each repetition, for each case, every variant runs once, in the same
-//! process; the order of the variants rotates by one each repetition so no
-//! variant always runs first (after an idle machine) or last (after a
-//! thread-heavy one). The first `warmup` repetitions are run and thrown
-//! away. A variant that fails on a case records the error and is not run on
-//! that case again; the other variants go on.
+//! Each repetition runs every case on every variant, the variants' order
+//! rotating by one per repetition (no variant always first or last); the
+//! first `warmup` repetitions are thrown away. A variant that fails on a
+//! case is not run on it again; the others go on. Between measurements the
+//! runner reads the CPU time counters ([`disturbance`](super::disturbance)),
+//! so each row knows how much of the machine others took.
 //!
-//! Between measurements the runner reads the machine's CPU time counters
-//! ([`disturbance`](super::disturbance)), so each row knows how much of the
-//! machine other processes took while it was measured.
-//!
-//! # Re-measuring
-//! Before a table is judged, a row is measured again when
-//! - a target's verdict there is not of high confidence
-//!   ([`verdict`](super::verdict)) *and* the row has a judged cell with a
-//!   spread wider than [`RunOptions::wide_spread`] of its median, or was
-//!   measured on a disturbed machine; or
-//! - a target is *undecided* (low confidence) and its bound lies within
-//!   this row's spread, however narrow: noise alone could turn that
-//!   verdict, so two runs of the same code would disagree on it, and
-//!   another attempt may settle it. (A verdict left undecided only by too
-//!   few repetitions is not: another attempt would measure no spread
-//!   either.)
-//!
-//! The whole row is measured (every variant, interleaved as before,
-//! warm-up included), up to [`RunOptions::retries`] more times, and only
-//! while the table's retries have taken less than
-//! [`RunOptions::retry_budget`] times its first pass. The attempt kept is
-//! chosen by the measurement's quality alone, never by its values: an
-//! undisturbed attempt before a disturbed one, then the narrowest (its
-//! widest judged spread). The row records how many attempts it took and
-//! why.
+//! Before a table is judged, a row is measured again, whole and
+//! interleaved, up to [`RunOptions::retries`] times within
+//! [`RunOptions::retry_budget`] times the table's first pass, when a
+//! target's verdict there is not of high confidence and a judged cell is
+//! wider than [`RunOptions::wide_spread`] (or the row was disturbed), or
+//! when an undecided target's bound lies within the row's spread
+//! ([`verdict`](super::verdict)). The attempt kept is chosen by quality
+//! alone, never by values: undisturbed first, then the narrowest.
 
 use std::time::Instant;
 
@@ -40,10 +25,8 @@ use super::disturbance::{CpuTimes, Tally};
 use super::format::fmt_ratio;
 use super::outcome::{Confidence, Outcome};
 use super::progress::Progress;
-use super::report::{
-    CaseReport, Cell, ExperimentReport, MetricInfo, RatioReport, SectionReport, VariantInfo,
-};
-use super::spec::{Bound, Experiment, Metric, Sample, SectionPlan, Suite};
+use super::report::{CaseReport, Cell, ExperimentReport, SectionReport};
+use super::spec::{Bound, Experiment, Metric, Ratio, Sample, SectionPlan, Suite};
 use super::stats::Summary;
 use super::LabError;
 
@@ -99,13 +82,13 @@ pub fn run_experiment(
     let steps: u64 = experiment
         .sections
         .iter()
-        .map(|s| (s.cases(opts.suite).len() * s.variants().len()) as u64 * rounds)
+        .map(|s| (s.cases.get(opts.suite).len() * s.variants.len()) as u64 * rounds)
         .sum();
     let bar = Progress::new(experiment.name, steps, opts.progress);
     let sections = experiment
         .sections
         .iter()
-        .map(|s| run_section(s.as_ref(), opts, &bar))
+        .map(|s| run_section(s, opts, &bar))
         .collect();
     bar.finish();
     Ok(ExperimentReport {
@@ -146,7 +129,7 @@ impl Row {
 /// Runs measurements and attributes the machine's CPU time between them to
 /// the row measured.
 struct Measurer<'a> {
-    plan: &'a dyn SectionPlan,
+    plan: &'a SectionPlan,
     opts: &'a RunOptions,
     bar: &'a Progress,
     last: Option<CpuTimes>,
@@ -156,20 +139,19 @@ impl Measurer<'_> {
     /// Measures case `c` with variant `v` once (repetition `rep` of
     /// `rounds`) into `row`, unless that variant already failed there.
     fn once(&mut self, row: &mut Row, c: usize, v: usize, rep: usize, rounds: usize, label: &str) {
-        let variants = self.plan.variants();
         self.bar.doing(format!(
             "{} · {} {} · {} · rep {}/{rounds}",
-            self.plan.title(),
-            self.plan.param(),
+            self.plan.title,
+            self.plan.param,
             label,
-            variants[v].0,
+            self.plan.variants[v].name,
             rep + 1
         ));
         if row.errors[v].is_empty() && row.skipped[v].is_none() {
             let sample = self
                 .plan
                 .run(self.opts.suite, c, v)
-                .and_then(|s| check_sample(s, self.plan.metrics()));
+                .and_then(|s| check_sample(s, &self.plan.metrics));
             match sample {
                 Ok(s) if rep >= self.opts.warmup => row.samples[v].push(s),
                 Ok(_) => {}
@@ -186,9 +168,9 @@ impl Measurer<'_> {
     }
 }
 
-fn run_section(plan: &dyn SectionPlan, opts: &RunOptions, bar: &Progress) -> SectionReport {
-    let cases = plan.cases(opts.suite);
-    let nv = plan.variants().len();
+fn run_section(plan: &SectionPlan, opts: &RunOptions, bar: &Progress) -> SectionReport {
+    let cases = plan.cases.get(opts.suite);
+    let nv = plan.variants.len();
     let rounds = opts.warmup + opts.reps;
     let mut rows: Vec<Row> = cases.iter().map(|_| Row::new(nv)).collect();
     let mut m = Measurer {
@@ -210,24 +192,17 @@ fn run_section(plan: &dyn SectionPlan, opts: &RunOptions, bar: &Progress) -> Sec
         section_tally.merge(&row.tally);
     }
     let mut report = SectionReport {
-        title: plan.title().to_string(),
-        param: plan.param().to_string(),
-        metrics: plan.metrics().iter().map(metric_info).collect(),
-        variants: plan
-            .variants()
-            .iter()
-            .map(|(name, role)| VariantInfo {
-                name: name.to_string(),
-                role: *role,
-            })
-            .collect(),
+        title: plan.title.to_string(),
+        param: plan.param.to_string(),
+        metrics: plan.metrics.clone(),
+        variants: plan.variants.clone(),
         cases: rows
             .iter()
-            .zip(&cases)
+            .zip(cases)
             .map(|(row, (label, params))| case_report(plan, label, params, row))
             .collect(),
-        ratios: plan.ratios().into_iter().map(ratio_report).collect(),
-        evidence: plan.evidence().iter().map(|m| m.to_string()).collect(),
+        ratios: plan.ratios.clone(),
+        evidence: plan.evidence.iter().map(|m| m.to_string()).collect(),
         disturbance: section_tally.disturbance(),
     };
     report.compute_ratios();
@@ -309,7 +284,7 @@ fn needs_remeasure(s: &SectionReport, c: usize, wide: f64) -> Option<String> {
 
 /// `r`'s bound, if its target is undecided and the bound lies within row
 /// `c`'s spread: another attempt at the row may decide it.
-fn undecided_at(s: &SectionReport, r: &RatioReport, c: usize) -> Option<Bound> {
+fn undecided_at(s: &SectionReport, r: &Ratio, c: usize) -> Option<Bound> {
     let undecided = s.judge(r)?.outcome() == Outcome::Undecided;
     (undecided && s.bound_within_spread(r, c)).then_some(r.target?)
 }
@@ -317,7 +292,7 @@ fn undecided_at(s: &SectionReport, r: &RatioReport, c: usize) -> Option<Bound> {
 /// The widest relative spread among the cells `ratios` judge on row `c`:
 /// `(variant, metric, spread / median)`; a spread over a zero median is
 /// infinitely wide.
-fn widest(s: &SectionReport, c: usize, ratios: &[RatioReport]) -> Option<(String, String, f64)> {
+fn widest(s: &SectionReport, c: usize, ratios: &[Ratio]) -> Option<(String, String, f64)> {
     ratios
         .iter()
         .filter(|r| r.target.is_some() && r.applies_to(&s.cases[c].label))
@@ -354,30 +329,8 @@ fn pct(share: f64) -> String {
     }
 }
 
-fn metric_info(m: &Metric) -> MetricInfo {
-    MetricInfo {
-        name: m.name.to_string(),
-        unit: m.unit.to_string(),
-        lower_is_better: m.lower_is_better,
-    }
-}
-
-fn ratio_report(r: super::spec::Ratio) -> RatioReport {
-    RatioReport {
-        num: r.num.to_string(),
-        den: r.den.to_string(),
-        target: r.target,
-        at: r.at.iter().map(|l| l.to_string()).collect(),
-        metric: r.metric.map(str::to_string),
-        values: Vec::new(),
-        met: None,
-        confidence: None,
-        outcome: None,
-    }
-}
-
 fn case_report(
-    plan: &dyn SectionPlan,
+    plan: &SectionPlan,
     label: &str,
     params: &serde_json::Value,
     row: &Row,
@@ -386,12 +339,12 @@ fn case_report(
         label: label.to_string(),
         params: params.clone(),
         cells: plan
-            .variants()
+            .variants
             .iter()
             .enumerate()
-            .map(|(v, (name, _))| Cell {
-                variant: name.to_string(),
-                metrics: summarise(&row.samples[v], plan.metrics()),
+            .map(|(v, variant)| Cell {
+                variant: variant.name.clone(),
+                metrics: summarise(&row.samples[v], &plan.metrics),
                 errors: row.errors[v].clone(),
                 skipped: row.skipped[v].clone(),
             })
@@ -405,7 +358,7 @@ fn case_report(
 /// A sample must hold the primary metric, only declared metrics, and only
 /// finite values (JSON has no NaN).
 fn check_sample(sample: Sample, metrics: &[Metric]) -> Result<Sample, LabError> {
-    let primary = metrics[0].name;
+    let primary = &metrics[0].name;
     if sample.get(primary).is_none() {
         return Err(LabError::Sample(format!(
             "primary metric \"{primary}\" missing"
@@ -429,8 +382,8 @@ fn summarise(
     metrics
         .iter()
         .filter_map(|m| {
-            let values: Vec<f64> = samples.iter().filter_map(|s| s.get(m.name)).collect();
-            Summary::of(&values).map(|s| (m.name.to_string(), s))
+            let values: Vec<f64> = samples.iter().filter_map(|s| s.get(&m.name)).collect();
+            Summary::of(&values).map(|s| (m.name.clone(), s))
         })
         .collect()
 }

@@ -6,9 +6,11 @@
 //! runner (`runner.rs`) does the rest, the same way for every experiment.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
+pub use super::ratio::{Bound, Ratio};
 use super::LabError;
 
 /// How much work a run does.
@@ -88,34 +90,44 @@ pub enum Role {
     Peer,
 }
 
-/// A measured quantity of a section.
-#[derive(Clone, Copy, Debug)]
+/// A measured quantity of a section, as its declaration and the report
+/// name it.
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Metric {
     /// Key in every [`Sample`] (e.g. `"per_wake_us"`).
-    pub name: &'static str,
+    pub name: String,
     /// Unit shown in the table header (e.g. `"µs"`).
-    pub unit: &'static str,
+    pub unit: String,
     /// Whether smaller values are better (times) or larger (throughputs).
     pub lower_is_better: bool,
 }
 
 impl Metric {
     /// A metric where smaller is better.
-    pub const fn lower(name: &'static str, unit: &'static str) -> Self {
+    pub fn lower(name: &str, unit: &str) -> Self {
         Metric {
-            name,
-            unit,
+            name: name.to_string(),
+            unit: unit.to_string(),
             lower_is_better: true,
         }
     }
 
     /// A metric where larger is better.
-    pub const fn higher(name: &'static str, unit: &'static str) -> Self {
+    pub fn higher(name: &str, unit: &str) -> Self {
         Metric {
-            name,
-            unit,
             lower_is_better: false,
+            ..Metric::lower(name, unit)
         }
+    }
+
+    /// `time_ms (ms, lower is better)`: how every output names a metric.
+    pub fn heading(&self) -> String {
+        let better = if self.lower_is_better {
+            "lower"
+        } else {
+            "higher"
+        };
+        format!("{} ({}, {better} is better)", self.name, self.unit)
     }
 }
 
@@ -140,10 +152,17 @@ impl<P> Case<P> {
     /// One case per value of `values`, labelled by the value (`"8"`), with
     /// the parameters `params` makes of it.
     pub fn each<T: Copy + std::fmt::Display>(values: &[T], params: impl Fn(T) -> P) -> Vec<Self> {
-        values
-            .iter()
-            .map(|&v| Case::new(v.to_string(), params(v)))
-            .collect()
+        Case::list(values, |v| (v.to_string(), params(v)))
+    }
+
+    /// One case per row of `rows`, with the label and parameters `case`
+    /// makes of it.
+    pub fn list<T: Copy>(rows: &[T], case: impl Fn(T) -> (String, P)) -> Vec<Self> {
+        let case = |&row| {
+            let (label, params) = case(row);
+            Case::new(label, params)
+        };
+        rows.iter().map(case).collect()
     }
 }
 
@@ -205,124 +224,88 @@ impl<P> Variant<P> {
     }
 }
 
-/// A bound a ratio should meet.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Bound {
-    /// The ratio should be at least this.
-    AtLeast(f64),
-    /// The ratio should be at most this.
-    AtMost(f64),
+/// A variant's name and role: how a section declares a column.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct VariantInfo {
+    /// Column name.
+    pub name: String,
+    /// Before, after, kernel or peer.
+    pub role: Role,
 }
 
-impl Bound {
-    /// Whether `value` meets the bound.
-    pub fn holds(self, value: f64) -> bool {
-        match self {
-            Bound::AtLeast(b) => value >= b,
-            Bound::AtMost(b) => value <= b,
-        }
-    }
-}
-
-/// A ratio column: the primary metric's median of `num` over that of `den`,
-/// with an optional target the section's verdict checks.
-#[derive(Clone, Debug)]
-pub struct Ratio {
-    /// Numerator variant name.
-    pub num: &'static str,
-    /// Denominator variant name.
-    pub den: &'static str,
-    /// The claim to check, if any.
-    pub target: Option<Bound>,
-    /// The case labels the target applies to; empty: every case.
-    pub at: Vec<&'static str>,
-    /// The metric whose medians are divided; `None`: the primary one.
-    pub metric: Option<&'static str>,
-}
-
-impl Ratio {
-    /// `num / den`, reported without a target.
-    pub fn of(num: &'static str, den: &'static str) -> Self {
-        Ratio {
-            num,
-            den,
-            target: None,
-            at: Vec::new(),
-            metric: None,
-        }
-    }
-
-    /// Claims the ratio is at least `bound`.
-    pub fn at_least(mut self, bound: f64) -> Self {
-        self.target = Some(Bound::AtLeast(bound));
-        self
-    }
-
-    /// Claims the ratio is at most `bound`.
-    pub fn at_most(mut self, bound: f64) -> Self {
-        self.target = Some(Bound::AtMost(bound));
-        self
-    }
-
-    /// Divides the medians of `metric` instead of the primary metric's (for
-    /// a claim about a counted mechanism rather than the headline figure).
-    pub fn on_metric(mut self, metric: &'static str) -> Self {
-        self.metric = Some(metric);
-        self
-    }
-
-    /// Checks the target only on the case labelled `label`; called again,
-    /// on each of the cases named (one column, judged by the worst of
-    /// them).
-    pub fn at_case(mut self, label: &'static str) -> Self {
-        self.at.push(label);
-        self
-    }
-}
+/// Measures case `c` of `suite` once: a variant, its cases' type erased.
+type ErasedRun = Box<dyn Fn(Suite, usize) -> Result<Sample, LabError> + Send + Sync>;
 
 /// One table: a workload swept over one parameter, for several variants.
+/// Built with typed cases and variants; an experiment holds its
+/// [`SectionPlan`].
 pub struct Section<P> {
+    plan: SectionPlan,
+    cases: Arc<PerSuite<Vec<Case<P>>>>,
+}
+
+/// A section with its case parameters erased, so that one experiment can
+/// hold sections with different case parameters: what the runner runs.
+pub struct SectionPlan {
     /// Table title (e.g. `"wake one at a time"`).
     pub title: &'static str,
     /// What the rows vary (e.g. `"threads"`).
     pub param: &'static str,
-    /// The rows, per suite.
-    pub cases: PerSuite<Vec<Case<P>>>,
+    /// `(label, parameters as JSON)` of every case, per suite.
+    pub cases: PerSuite<Vec<(String, serde_json::Value)>>,
     /// Measured quantities; the first is the primary one (ratios, plots).
     pub metrics: Vec<Metric>,
     /// The columns, in display order.
-    pub variants: Vec<Variant<P>>,
-    /// Ratio columns. Empty: after/before, then kernel/after and peer/after.
+    pub variants: Vec<VariantInfo>,
+    /// Ratio columns: those declared, or after/before, then kernel/after
+    /// and peer/after.
     pub ratios: Vec<Ratio>,
     /// The counted metrics that explain the result (e.g. wasted wakeups per
     /// item): the report's paragraph quotes them at the deciding case.
     pub evidence: Vec<&'static str>,
+    runs: Vec<ErasedRun>,
 }
 
-impl<P> Section<P> {
+impl<P: Serialize + Send + Sync + 'static> Section<P> {
     /// A section with no metrics, variants or ratios yet.
     pub fn new(title: &'static str, param: &'static str, cases: PerSuite<Vec<Case<P>>>) -> Self {
-        Section {
+        let erase = |cases: &[Case<P>]| {
+            let json = |p| serde_json::to_value(p).unwrap_or(serde_json::Value::Null);
+            cases
+                .iter()
+                .map(|c| (c.label.clone(), json(&c.params)))
+                .collect()
+        };
+        let plan = SectionPlan {
             title,
             param,
-            cases,
+            cases: PerSuite {
+                smoke: erase(&cases.smoke),
+                quick: erase(&cases.quick),
+                full: erase(&cases.full),
+            },
             metrics: Vec::new(),
             variants: Vec::new(),
             ratios: Vec::new(),
             evidence: Vec::new(),
+            runs: Vec::new(),
+        };
+        Section {
+            plan,
+            cases: Arc::new(cases),
         }
-    }
-
-    /// Adds a metric; the first one added is the primary metric.
-    pub fn metric(mut self, metric: Metric) -> Self {
-        self.metrics.push(metric);
-        self
     }
 
     /// Adds a variant (a column).
     pub fn variant(mut self, variant: Variant<P>) -> Self {
-        self.variants.push(variant);
+        let (cases, run) = (self.cases.clone(), variant.run);
+        self.plan.variants.push(VariantInfo {
+            name: variant.name.to_string(),
+            role: variant.role,
+        });
+        self.plan
+            .runs
+            .push(Box::new(move |suite, c| run(&cases.get(suite)[c])));
         self
     }
 
@@ -335,45 +318,56 @@ impl<P> Section<P> {
     ) -> Self {
         for (name, role, how) in list {
             let measure = measure.clone();
-            self.variants
-                .push(Variant::new(name, role, move |case| measure(how, case)));
+            self = self.variant(Variant::new(name, role, move |case| measure(how, case)));
         }
+        self
+    }
+}
+
+impl<P> Section<P> {
+    /// Adds a metric; the first one added is the primary metric.
+    pub fn metric(mut self, metric: Metric) -> Self {
+        self.plan.metrics.push(metric);
         self
     }
 
     /// Adds a ratio column.
     pub fn ratio(mut self, ratio: Ratio) -> Self {
-        self.ratios.push(ratio);
+        self.plan.ratios.push(ratio);
         self
     }
 
     /// Names the metrics that explain the section's result (each must be
     /// declared with [`Section::metric`]).
     pub fn evidence(mut self, metrics: &[&'static str]) -> Self {
-        self.evidence.extend_from_slice(metrics);
+        self.plan.evidence.extend_from_slice(metrics);
         self
     }
+}
 
-    /// The ratio columns: the declared ones, or the defaults derived from
-    /// the roles (after/before, kernel/after, peer/after).
-    pub fn effective_ratios(&self) -> Vec<Ratio> {
-        if !self.ratios.is_empty() {
-            return self.ratios.clone();
-        }
+impl SectionPlan {
+    /// Measures case `case` of `suite` with variant `variant`, once.
+    pub fn run(&self, suite: Suite, case: usize, variant: usize) -> Result<Sample, LabError> {
+        (self.runs[variant])(suite, case)
+    }
+
+    /// Without declared ratios, the defaults derived from the roles:
+    /// after/before, kernel/after, peer/after.
+    fn default_ratios(&mut self) {
         let first = |role| self.variants.iter().find(|v| v.role == role);
-        let (Some(after), before) = (first(Role::After), first(Role::Before)) else {
-            return Vec::new();
+        let (true, Some(after)) = (self.ratios.is_empty(), first(Role::After)) else {
+            return;
         };
-        let mut ratios: Vec<Ratio> = before
-            .map(|b| Ratio::of(after.name, b.name))
+        let before = first(Role::Before).map(|b| Ratio::of(&after.name, &b.name));
+        let outside = self
+            .variants
+            .iter()
+            .filter(|v| matches!(v.role, Role::Kernel | Role::Peer));
+        let ratios = before
             .into_iter()
+            .chain(outside.map(|v| Ratio::of(&v.name, &after.name)))
             .collect();
-        for v in &self.variants {
-            if matches!(v.role, Role::Kernel | Role::Peer) {
-                ratios.push(Ratio::of(v.name, after.name));
-            }
-        }
-        ratios
+        self.ratios = ratios;
     }
 
     /// Checks the definition is consistent: metrics and variants present and
@@ -401,100 +395,33 @@ impl<P> Section<P> {
                 return fail(format!("evidence names unknown metric \"{name}\""));
             }
         }
-        for suite in [Suite::Smoke, Suite::Quick, Suite::Full] {
+        const SUITES: [Suite; 3] = [Suite::Smoke, Suite::Quick, Suite::Full];
+        for suite in SUITES {
             if self.cases.get(suite).is_empty() {
                 return fail(format!("no cases for the {} suite", suite.name()));
             }
         }
         for r in &self.ratios {
-            for name in [r.num, r.den] {
-                if !self.variants.iter().any(|v| v.name == name) {
+            for name in [&r.num, &r.den] {
+                if !self.variants.iter().any(|v| &v.name == name) {
                     return fail(format!("ratio names unknown variant \"{name}\""));
                 }
             }
-            if let Some(metric) = r.metric {
-                if !self.metrics.iter().any(|m| m.name == metric) {
+            if let Some(metric) = &r.metric {
+                if !self.metrics.iter().any(|m| &m.name == metric) {
                     return fail(format!("ratio names unknown metric \"{metric}\""));
                 }
             }
-            for &label in &r.at {
-                let known = [Suite::Smoke, Suite::Quick, Suite::Full]
+            for label in &r.at {
+                let known = SUITES
                     .iter()
-                    .any(|&s| self.cases.get(s).iter().any(|c| c.label == label));
+                    .any(|&s| self.cases.get(s).iter().any(|c| &c.0 == label));
                 if !known {
                     return fail(format!("ratio target names unknown case \"{label}\""));
                 }
             }
         }
         Ok(())
-    }
-}
-
-/// The runner's view of a [`Section`], with its parameter type erased, so
-/// one experiment can hold sections with different case parameters.
-pub trait SectionPlan: Send + Sync {
-    /// Table title.
-    fn title(&self) -> &'static str;
-    /// What the rows vary.
-    fn param(&self) -> &'static str;
-    /// The metrics, primary first.
-    fn metrics(&self) -> &[Metric];
-    /// `(name, role)` of every variant, in display order.
-    fn variants(&self) -> Vec<(&'static str, Role)>;
-    /// The ratio columns (declared or default).
-    fn ratios(&self) -> Vec<Ratio>;
-    /// The metrics that explain the result.
-    fn evidence(&self) -> &[&'static str];
-    /// `(label, parameters as JSON)` of every case of `suite`.
-    fn cases(&self, suite: Suite) -> Vec<(String, serde_json::Value)>;
-    /// Measures case `case` of `suite` with variant `variant`, once.
-    fn run(&self, suite: Suite, case: usize, variant: usize) -> Result<Sample, LabError>;
-    /// See [`Section::validate`].
-    fn validate(&self) -> Result<(), String>;
-}
-
-impl<P: Serialize + Send + Sync> SectionPlan for Section<P> {
-    fn title(&self) -> &'static str {
-        self.title
-    }
-
-    fn param(&self) -> &'static str {
-        self.param
-    }
-
-    fn metrics(&self) -> &[Metric] {
-        &self.metrics
-    }
-
-    fn variants(&self) -> Vec<(&'static str, Role)> {
-        self.variants.iter().map(|v| (v.name, v.role)).collect()
-    }
-
-    fn ratios(&self) -> Vec<Ratio> {
-        self.effective_ratios()
-    }
-
-    fn evidence(&self) -> &[&'static str] {
-        &self.evidence
-    }
-
-    fn cases(&self, suite: Suite) -> Vec<(String, serde_json::Value)> {
-        self.cases
-            .get(suite)
-            .iter()
-            .map(|c| {
-                let params = serde_json::to_value(&c.params).unwrap_or(serde_json::Value::Null);
-                (c.label.clone(), params)
-            })
-            .collect()
-    }
-
-    fn run(&self, suite: Suite, case: usize, variant: usize) -> Result<Sample, LabError> {
-        (self.variants[variant].run)(&self.cases.get(suite)[case])
-    }
-
-    fn validate(&self) -> Result<(), String> {
-        Section::validate(self)
     }
 }
 
@@ -510,7 +437,7 @@ pub struct Experiment {
     /// The seed's mechanism in a sentence or two.
     pub mechanism: &'static str,
     /// The tables, in order.
-    pub sections: Vec<Box<dyn SectionPlan>>,
+    pub sections: Vec<SectionPlan>,
     /// What the experiment needs from the machine beyond what the lab
     /// always has (a hypervisor, an outside program): `Err(reason)` when
     /// it is missing, and the run then skips the experiment with the
@@ -558,7 +485,9 @@ impl Experiment {
 
     /// Adds a section (a table).
     pub fn section<P: Serialize + Send + Sync + 'static>(mut self, section: Section<P>) -> Self {
-        self.sections.push(Box::new(section));
+        let mut plan = section.plan;
+        plan.default_ratios();
+        self.sections.push(plan);
         self
     }
 

@@ -29,20 +29,8 @@ pub fn markdown(report: &Report) -> String {
         m.cpu_model,
         m.kernel,
     );
-    let c = &report.conditions;
-    let mut busy = Vec::new();
-    if let Some(load) = c.load_at_start {
-        busy.push(format!(
-            "load average {:.2} at the start{}",
-            load.one,
-            if load.is_busy(m.cores) { " (busy)" } else { "" }
-        ));
-    }
-    if let Some(d) = c.disturbance {
-        busy.push(format!("over the run {}", d.describe()));
-    }
-    if !busy.is_empty() {
-        let _ = writeln!(out, "Machine: {}.\n", busy.join("; "));
+    if let Some(busy) = report.conditions.describe(Some(m.cores)) {
+        let _ = writeln!(out, "Machine: {busy}.\n");
     }
     out.push_str("| experiment | table | target | judged at | measured | verdict | confidence |\n");
     out.push_str("|---|---|---|---|---|---|---|\n");
@@ -79,7 +67,7 @@ struct Row {
 fn verdict_cell(j: &Judgement) -> &'static str {
     match j.outcome() {
         Outcome::Missed => "**missed**",
-        _ => j.label(),
+        _ => j.verdict(),
     }
 }
 
@@ -96,11 +84,7 @@ fn rows(section: &SectionReport) -> Vec<Row> {
         };
         let (measured, verdict, confidence) = match section.judge(ratio) {
             Some(j) => (
-                format!(
-                    "{} (at {})",
-                    fmt_quotient(j.value),
-                    section.cases[j.case].label
-                ),
+                format!("{} (at {})", fmt_quotient(j.value), j.label),
                 verdict_cell(&j),
                 j.confidence.label().to_string(),
             ),

@@ -13,7 +13,7 @@ use std::fmt::Write as _;
 
 use super::format::{fmt_num, fmt_quotient, fmt_spread};
 use super::grid::grid;
-use super::report::{Cell, ExperimentReport, RatioReport, SectionReport};
+use super::report::{Cell, ExperimentReport, Ratio, SectionReport};
 use super::spec::Role;
 use super::stats::SpreadKind;
 use super::wrap::{para, width, WIDTH};
@@ -93,30 +93,11 @@ pub fn render_section(s: &SectionReport) -> String {
             }
         }
     }
-    let mut skips: Vec<(&str, &str)> = Vec::new();
-    for case in &s.cases {
-        for cell in &case.cells {
-            if let Some(first) = cell.errors.first() {
-                out.push_str(&para(
-                    &format!(
-                        "error: {} at {} {}: {first}",
-                        cell.variant, s.param, case.label
-                    ),
-                    4,
-                ));
-            }
-            if let Some(why) = &cell.skipped {
-                if !skips.contains(&(&cell.variant, why)) {
-                    skips.push((&cell.variant, why));
-                }
-            }
-        }
+    for error in s.errors() {
+        out.push_str(&para(&format!("error: {error}"), 4));
     }
-    for (variant, why) in skips {
-        out.push_str(&para(
-            &format!("skipped: {variant} (not run here): {why}"),
-            4,
-        ));
+    for skip in s.skips() {
+        out.push_str(&para(&format!("skipped: {skip}"), 4));
     }
     out
 }
@@ -218,7 +199,7 @@ fn metric_table(s: &SectionReport, m: usize, layout: Layout) -> (Vec<String>, Ve
     header.extend(names(s, layout));
     let mut rows: Vec<Vec<String>> = s.cases.iter().map(|c| vec![c.label.clone()]).collect();
     for v in 0..s.variants.len() {
-        let parts: Vec<Result<(String, String), String>> = s
+        let parts: Vec<Result<(String, String), &'static str>> = s
             .cases
             .iter()
             .map(|c| measurement(&c.cells[v], metric, layout.digits))
@@ -250,16 +231,12 @@ fn metric_table(s: &SectionReport, m: usize, layout: Layout) -> (Vec<String>, Ve
 }
 
 /// `(median, ±spread)`, or the text standing for a missing value.
-fn measurement(cell: &Cell, metric: &str, digits: usize) -> Result<(String, String), String> {
-    match cell.metrics.get(metric) {
-        Some(sum) => Ok((
-            fmt_num(sum.median, digits),
-            fmt_spread(sum.median, sum.spread),
-        )),
-        None if !cell.errors.is_empty() => Err("error".to_string()),
-        None if cell.skipped.is_some() => Err("skipped".to_string()),
-        None => Err("—".to_string()),
-    }
+fn measurement(cell: &Cell, metric: &str, digits: usize) -> Result<(String, String), &'static str> {
+    let sum = cell.metrics.get(metric).ok_or(cell.missing())?;
+    Ok((
+        fmt_num(sum.median, digits),
+        fmt_spread(sum.median, sum.spread),
+    ))
 }
 
 /// The ratios' table: one row per case, one column per ratio; `None`
@@ -297,16 +274,24 @@ fn ratio_table(s: &SectionReport, layout: Layout) -> Option<(Vec<String>, Vec<Ve
 }
 
 /// The ratio on case `c`, marked `ok`/`MISS` where its target is checked.
-fn ratio_cell(r: &RatioReport, c: usize, label: &str) -> String {
-    let Some(q) = r.values[c] else {
-        return "—".to_string();
-    };
-    let text = fmt_quotient(q);
-    match (r.target.filter(|_| r.applies_to(label)), q.value()) {
-        (Some(b), Some(v)) if b.holds(v) => format!("{text} ok"),
-        (Some(_), Some(_)) => format!("{text} MISS"),
-        _ => text,
+fn ratio_cell(r: &Ratio, c: usize, label: &str) -> String {
+    match ratio_mark(r, c, label) {
+        None => "—".to_string(),
+        Some((text, Some(true))) => format!("{text} ok"),
+        Some((text, Some(false))) => format!("{text} MISS"),
+        Some((text, None)) => text,
     }
+}
+
+/// The ratio on case `c` (`None`: no value) and, where its target is
+/// checked, whether it holds there.
+pub(crate) fn ratio_mark(r: &Ratio, c: usize, label: &str) -> Option<(String, Option<bool>)> {
+    let q = r.values[c]?;
+    let target = r.target.filter(|_| r.applies_to(label));
+    Some((
+        fmt_quotient(q),
+        target.zip(q.value()).map(|(b, v)| b.holds(v)),
+    ))
 }
 
 /// The spread kind and repetition count of a metric's cells (the most

@@ -1,57 +1,29 @@
 //! Judging a table's ratios against their targets: which case decides, met
-//! or missed, and how far the verdict can be trusted.
+//! or missed, and how far the verdict can be trusted. The lab README's
+//! "Verdicts, confidence and a disturbed machine" says what each means.
 //!
-//! # The value
-//! A ratio divides two medians, per case ([`Quotient::of`]). A zero
-//! denominator is a result, not missing data:
-//! - `x/0` with `x > 0` is `∞`: it meets every "at least" target and misses
-//!   every "at most" one (e.g. contended acquisitions before/after, the
-//!   "after" variant never contended: the best result);
-//! - `0/x` with `x > 0` is 0: it meets "at most", misses "at least";
-//! - `0/0` (neither variant did what is counted) says nothing about the
-//!   claim: that case is not judged, and a target whose every case is `0/0`
-//!   is "not judged" (`met` stays `None`), as one without data is.
-//!
-//! The target's verdict is decided by the worst value over the cases it
-//! applies to (the smallest for "at least", the largest for "at most").
-//!
-//! # The confidence
-//! Each case's ratio has a noise interval: the medians moved by their
-//! spreads (`k` × half-IQR, or half-range under 4 repetitions) in the
-//! directions that widen the quotient, `[(n − k·sn)/(d + k·sd), (n + k·sn)/(d − k·sd)]`.
-//! A verdict is
-//! - **high** when the interval at `k = 2` lies wholly on the verdict's
-//!   side of the bound,
-//! - **medium** when only the interval at `k = 1` does,
-//! - **low** when the bound lies within the spread (noise alone could turn
-//!   the verdict),
-//!
-//! taking every case that must meet the bound for "met" (the least
-//! confident of them) and the most confident missing case for "missed".
-//! Two caps then apply: fewer than [`MIN_SAMPLES`] repetitions measure no
-//! spread (low); a case measured while others took [`DISTURBED`] of the
-//! machine or more is at most medium.
-//!
-//! # The outcome
-//! A low-confidence verdict is not a decision: noise alone could turn it,
-//! and two runs of the same code would disagree on it as often as not when
-//! the true value sits at the bound. So the [`Outcome`] is *met* or
-//! *missed* only at medium or high confidence, and *undecided* at low
-//! confidence, reported as `undecided (leans met)` or `undecided (leans
-//! missed)`: the side of the bound the median lies on
-//! ([`Judgement::met`]), with the value and the reasons as for any
-//! verdict. Every output counts undecided targets apart from met and
-//! missed ones, and `compare` takes two undecided verdicts to agree (see
-//! `compare/mod.rs`). Before a table is judged, the runner measures a row
-//! whose bound lies within its spread again (`runner.rs`, "Re-measuring"),
-//! so a verdict is left undecided only when that did not settle it.
+//! - **The value.** A ratio divides two medians per case
+//!   ([`Quotient::of`]): `x/0` is `∞` (meets every "at least", misses
+//!   every "at most"), `0/0` is not judged (the other cases decide). The
+//!   worst value over the cases a target applies to decides it.
+//! - **The confidence.** A case's noise interval moves the medians by `k`
+//!   spreads the ways that widen the quotient,
+//!   `[(n − k·sn)/(d + k·sd), (n + k·sn)/(d − k·sd)]` ([`interval`]): wholly
+//!   on the verdict's side of the bound at `k = 2` is high, at `k = 1`
+//!   medium, else low. "Met" takes its least confident case, "missed" its
+//!   most confident missing one. Under [`MIN_SAMPLES`] repetitions it is
+//!   low; a row disturbed ([`DISTURBED`]) caps it at medium.
+//! - **The outcome.** Low confidence decides nothing: [`Outcome::Undecided`],
+//!   leaning the way the median lies ([`Judgement::met`]); the runner
+//!   measures such a row again first (`runner.rs`), and `compare` takes two
+//!   undecided verdicts to agree.
 //!
 //! [`DISTURBED`]: super::disturbance::DISTURBED
 
 use super::format::{describe_bound, fmt_quotient, fmt_ratio};
 use super::outcome::{Confidence, Outcome, OutcomeCounts};
 use super::quotient::Quotient;
-use super::report::{RatioReport, SectionReport};
+use super::report::{Ratio, SectionReport};
 use super::spec::Bound;
 
 /// Fewest repetitions a cell needs for its spread to mean anything.
@@ -62,6 +34,8 @@ pub const MIN_SAMPLES: usize = 3;
 pub struct Judgement {
     /// The deciding case (index).
     pub case: usize,
+    /// The deciding case's label.
+    pub label: String,
     /// The deciding value.
     pub value: Quotient,
     /// Which side of the bound the deciding value lies on: whether the
@@ -85,7 +59,7 @@ impl Judgement {
 
     /// `met`, `MISSED`, `undecided (leans met)` or `undecided (leans
     /// missed)`.
-    pub fn label(&self) -> &'static str {
+    pub fn verdict(&self) -> &'static str {
         self.outcome().label(self.met)
     }
 }
@@ -183,7 +157,7 @@ impl SectionReport {
 
     /// The cases `ratio`'s target applies to that have a value to judge
     /// (`0/0` has none), with that value.
-    fn judged_values(&self, ratio: &RatioReport) -> Vec<(usize, f64)> {
+    fn judged_values(&self, ratio: &Ratio) -> Vec<(usize, f64)> {
         (0..self.cases.len())
             .filter(|&c| ratio.applies_to(&self.cases[c].label))
             .filter_map(|c| Some((c, ratio.values.get(c).copied()??.value()?)))
@@ -193,7 +167,7 @@ impl SectionReport {
     /// The case (index) and value that decide `ratio`'s target: the worst
     /// value over the cases it applies to; `None` without a target or a
     /// value to judge.
-    pub fn deciding(&self, ratio: &RatioReport) -> Option<(usize, Quotient)> {
+    pub fn deciding(&self, ratio: &Ratio) -> Option<(usize, Quotient)> {
         let bound = ratio.target?;
         self.judged_values(ratio)
             .into_iter()
@@ -213,7 +187,7 @@ impl SectionReport {
 
     /// `ratio`'s verdict with its confidence; `None` without a target or a
     /// value to judge.
-    pub fn judge(&self, ratio: &RatioReport) -> Option<Judgement> {
+    pub fn judge(&self, ratio: &Ratio) -> Option<Judgement> {
         let bound = ratio.target?;
         let (case, value) = self.deciding(ratio)?;
         let met = bound.holds(value.value()?);
@@ -251,6 +225,7 @@ impl SectionReport {
         );
         Some(Judgement {
             case,
+            label: self.cases[case].label.clone(),
             value,
             met,
             confidence,
@@ -263,11 +238,7 @@ impl SectionReport {
     /// by its value there), with why it is not high; `None` where the
     /// target does not apply or has no value to judge. The runner asks it
     /// to decide whether a row is worth measuring again.
-    pub fn case_confidence(
-        &self,
-        ratio: &RatioReport,
-        c: usize,
-    ) -> Option<(Confidence, Vec<String>)> {
+    pub fn case_confidence(&self, ratio: &Ratio, c: usize) -> Option<(Confidence, Vec<String>)> {
         Some(self.own_case_level(ratio, c)?.confidence())
     }
 
@@ -277,14 +248,14 @@ impl SectionReport {
     /// row again with as few would measure no spread either; the runner
     /// asks this to decide whether an undecided row is worth measuring
     /// again.
-    pub fn bound_within_spread(&self, ratio: &RatioReport, c: usize) -> bool {
+    pub fn bound_within_spread(&self, ratio: &Ratio, c: usize) -> bool {
         self.own_case_level(ratio, c)
             .is_some_and(|level| level.margin == Confidence::Low && level.samples >= MIN_SAMPLES)
     }
 
     /// Case `c`'s level on the side of `ratio`'s bound its own value lies
     /// on; `None` where the target does not apply or has no value to judge.
-    fn own_case_level(&self, ratio: &RatioReport, c: usize) -> Option<CaseLevel> {
+    fn own_case_level(&self, ratio: &Ratio, c: usize) -> Option<CaseLevel> {
         let bound = ratio.target?;
         if !ratio.applies_to(&self.cases[c].label) {
             return None;
@@ -294,7 +265,7 @@ impl SectionReport {
     }
 
     /// How clearly case `c` is on the `met` (or missed) side of `bound`.
-    fn case_level(&self, ratio: &RatioReport, bound: Bound, c: usize, met: bool) -> CaseLevel {
+    fn case_level(&self, ratio: &Ratio, bound: Bound, c: usize, met: bool) -> CaseLevel {
         let metric = self.ratio_metric(ratio);
         let disturbed = self
             .disturbance_at(c)
@@ -347,10 +318,10 @@ impl SectionReport {
                     let worst = if r.at.len() == 1 { "" } else { "worst " };
                     let mut line = format!(
                         "{head}: {} ({worst}{} at {} {}), {} confidence",
-                        j.label(),
+                        j.verdict(),
                         fmt_quotient(j.value),
                         self.param,
-                        self.cases[j.case].label,
+                        j.label,
                         j.confidence.label()
                     );
                     if !j.reasons.is_empty() {
@@ -388,7 +359,7 @@ impl SectionReport {
     }
 
     /// `at every case`, or `at 8, 16`.
-    fn where_(&self, r: &RatioReport) -> String {
+    fn where_(&self, r: &Ratio) -> String {
         if r.at.is_empty() {
             "at every case".to_string()
         } else {
@@ -398,7 +369,7 @@ impl SectionReport {
 
     /// Why a target has no verdict: no value where it applies, or only
     /// `0/0`.
-    fn why_not_judged(&self, r: &RatioReport) -> String {
+    fn why_not_judged(&self, r: &Ratio) -> String {
         let both_zero: Vec<&str> = (0..self.cases.len())
             .filter(|&c| r.applies_to(&self.cases[c].label))
             .filter(|&c| r.values.get(c).copied().flatten() == Some(Quotient::BothZero))
@@ -417,251 +388,4 @@ impl SectionReport {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::harness::disturbance::Disturbance;
-    use crate::harness::report::{CaseReport, Cell, MetricInfo, VariantInfo};
-    use crate::harness::spec::Role;
-    use crate::harness::stats::Summary;
-
-    /// `(median, spread)` of a cell.
-    type Measured = (f64, f64);
-
-    /// A section with variants `a` and `b`, one case per `(a, b)` pair of
-    /// `(median, spread)` (7 samples each), and one ratio a/b with `bound`.
-    fn section(cells: &[(Measured, Measured)], bound: Bound) -> SectionReport {
-        let summary = |(median, spread): (f64, f64)| {
-            let mut s = Summary::of(&[median; 7]).unwrap();
-            s.spread = spread;
-            s
-        };
-        let cell = |name: &str, ms| Cell {
-            variant: name.to_string(),
-            metrics: [("t".to_string(), summary(ms))].into_iter().collect(),
-            errors: Vec::new(),
-            skipped: None,
-        };
-        let mut s = SectionReport {
-            title: "fixture".into(),
-            param: "n".into(),
-            metrics: vec![MetricInfo {
-                name: "t".into(),
-                unit: "x".into(),
-                lower_is_better: true,
-            }],
-            variants: ["a", "b"]
-                .map(|name| VariantInfo {
-                    name: name.into(),
-                    role: Role::Peer,
-                })
-                .to_vec(),
-            cases: cells
-                .iter()
-                .enumerate()
-                .map(|(i, &(a, b))| CaseReport {
-                    label: (i + 1).to_string(),
-                    params: serde_json::Value::Null,
-                    cells: vec![cell("a", a), cell("b", b)],
-                    attempts: 1,
-                    remeasured_for: None,
-                    disturbance: None,
-                })
-                .collect(),
-            ratios: vec![RatioReport {
-                num: "a".into(),
-                den: "b".into(),
-                target: Some(bound),
-                at: Vec::new(),
-                metric: None,
-                values: Vec::new(),
-                met: None,
-                confidence: None,
-                outcome: None,
-            }],
-            evidence: Vec::new(),
-            disturbance: None,
-        };
-        s.compute_ratios();
-        s
-    }
-
-    #[test]
-    fn x_over_zero_is_infinite_and_meets_at_least_and_misses_at_most() {
-        // "after" never contended: before/after = 5/0.
-        let s = section(&[((5.0, 0.0), (0.0, 0.0))], Bound::AtLeast(5.0));
-        assert_eq!(
-            s.ratios[0].values,
-            vec![Some(Quotient::Value(f64::INFINITY))]
-        );
-        assert_eq!(s.ratios[0].met, Some(true));
-        assert_eq!(s.ratios[0].confidence, Some(Confidence::High));
-        assert!(
-            s.verdict()
-                .contains("met (worst ∞× at n 1), high confidence"),
-            "{}",
-            s.verdict()
-        );
-        let s = section(&[((5.0, 0.0), (0.0, 0.0))], Bound::AtMost(1.1));
-        assert_eq!(s.ratios[0].met, Some(false));
-    }
-
-    #[test]
-    fn zero_over_zero_is_not_judged_and_other_cases_decide() {
-        let s = section(&[((0.0, 0.0), (0.0, 0.0))], Bound::AtLeast(5.0));
-        assert_eq!(s.ratios[0].values, vec![Some(Quotient::BothZero)]);
-        assert_eq!((s.ratios[0].met, s.ratios[0].confidence), (None, None));
-        assert!(
-            s.verdict()
-                .contains("not judged: both medians 0 (0/0) at n 1"),
-            "{}",
-            s.verdict()
-        );
-        // With another case measured, that case decides.
-        let s = section(
-            &[((0.0, 0.0), (0.0, 0.0)), ((60.0, 1.0), (10.0, 0.1))],
-            Bound::AtLeast(5.0),
-        );
-        assert_eq!(s.deciding(&s.ratios[0]), Some((1, Quotient::Value(6.0))));
-        assert_eq!(s.ratios[0].met, Some(true));
-    }
-
-    #[test]
-    fn zero_over_x_meets_at_most_and_misses_at_least() {
-        let s = section(&[((0.0, 0.0), (4.0, 0.0))], Bound::AtMost(1.0));
-        assert_eq!(s.ratios[0].met, Some(true));
-        let s = section(&[((0.0, 0.0), (4.0, 0.0))], Bound::AtLeast(1.0));
-        assert_eq!(s.ratios[0].met, Some(false));
-    }
-
-    #[test]
-    fn confidence_follows_the_margin_in_spreads() {
-        // 12/10 = 1.2 against ≥ 1.0. Interval at k: (12 − k·s)/(10 + k·s').
-        let level =
-            |s: f64| section(&[((12.0, s), (10.0, s))], Bound::AtLeast(1.0)).ratios[0].confidence;
-        assert_eq!(level(0.2), Some(Confidence::High)); // k=2: 11.6/10.4 = 1.12
-        assert_eq!(level(0.7), Some(Confidence::Medium)); // k=1: 11.3/10.7 ≥ 1; k=2: 10.6/11.4 < 1
-        assert_eq!(level(1.5), Some(Confidence::Low)); // k=1: 10.5/11.5 < 1
-                                                       // Missed targets: the same margins on the other side.
-        let missed =
-            |s: f64| section(&[((8.0, s), (10.0, s))], Bound::AtLeast(1.0)).ratios[0].confidence;
-        assert_eq!(missed(0.2), Some(Confidence::High));
-        assert_eq!(missed(2.0), Some(Confidence::Low));
-    }
-
-    #[test]
-    fn met_takes_the_least_confident_case_and_missed_the_most_confident() {
-        let close = ((10.2, 0.5), (10.0, 0.5)); // 1.02, within the spread
-        let clear = ((20.0, 0.1), (10.0, 0.1)); // 2.0
-        let s = section(&[clear, close], Bound::AtLeast(1.0));
-        assert_eq!(
-            (s.ratios[0].met, s.ratios[0].confidence),
-            (Some(true), Some(Confidence::Low))
-        );
-        let far_miss = ((5.0, 0.1), (10.0, 0.1)); // 0.5
-        let near_miss = ((9.9, 0.5), (10.0, 0.5));
-        let s = section(&[near_miss, far_miss, clear], Bound::AtLeast(1.0));
-        let j = s.judge(&s.ratios[0]).unwrap();
-        assert_eq!((j.met, j.case, j.confidence), (false, 1, Confidence::High));
-    }
-
-    #[test]
-    fn a_value_at_the_bound_is_undecided_leaning_by_the_median() {
-        // 10.1/10 and 9.9/10 against ≥ 1.0 with spreads of 0.5: the bound
-        // lies within the spread either way.
-        let at = |num: f64| section(&[((num, 0.5), (10.0, 0.5))], Bound::AtLeast(1.0));
-        for (num, met, text) in [
-            (10.1, true, "undecided (leans met) (worst 1.01× at n 1)"),
-            (9.9, false, "undecided (leans missed) (worst 0.990× at n 1)"),
-        ] {
-            let s = at(num);
-            let j = s.judge(&s.ratios[0]).unwrap();
-            assert_eq!(
-                (j.outcome(), j.met, j.confidence),
-                (Outcome::Undecided, met, Confidence::Low)
-            );
-            assert_eq!(s.ratios[0].outcome, Some(Outcome::Undecided));
-            assert!(s.bound_within_spread(&s.ratios[0], 0));
-            let line = format!("{text}, low confidence: the bound is within the spread");
-            assert!(s.verdict().contains(&line), "{}", s.verdict());
-        }
-        // Clear of the bound, by twice the spread or by one: decided.
-        for (cells, outcome, text) in [
-            (
-                ((20.0, 0.1), (10.0, 0.1)),
-                Outcome::Met,
-                "met (worst 2.00× at n 1), high",
-            ),
-            (
-                ((12.0, 0.7), (10.0, 0.7)),
-                Outcome::Met,
-                "met (worst 1.20× at n 1), medium",
-            ),
-            (
-                ((5.0, 0.1), (10.0, 0.1)),
-                Outcome::Missed,
-                "MISSED (worst 0.500× at n 1), high",
-            ),
-        ] {
-            let s = section(&[cells], Bound::AtLeast(1.0));
-            assert_eq!(s.ratios[0].outcome, Some(outcome));
-            assert!(!s.bound_within_spread(&s.ratios[0], 0));
-            assert!(s.verdict().contains(text), "{}", s.verdict());
-        }
-        // Too few repetitions to measure a spread: undecided, but not
-        // because the bound is within one.
-        let mut s = section(&[((20.0, 0.1), (10.0, 0.1))], Bound::AtLeast(1.0));
-        for cell in &mut s.cases[0].cells {
-            cell.metrics.get_mut("t").unwrap().samples.truncate(2);
-        }
-        s.compute_ratios();
-        assert_eq!(s.ratios[0].outcome, Some(Outcome::Undecided));
-        assert!(!s.bound_within_spread(&s.ratios[0], 0));
-    }
-
-    #[test]
-    fn few_repetitions_or_a_disturbed_machine_cap_the_confidence() {
-        let mut s = section(&[((20.0, 0.1), (10.0, 0.1))], Bound::AtLeast(1.0));
-        assert_eq!(s.ratios[0].confidence, Some(Confidence::High));
-        s.cases[0].disturbance = Some(Disturbance {
-            others: 0.4,
-            steal: 0.0,
-            seconds: 2.0,
-        });
-        s.compute_ratios();
-        let j = s.judge(&s.ratios[0]).unwrap();
-        assert_eq!(j.confidence, Confidence::Medium);
-        assert!(j.disturbed);
-        assert!(
-            j.reasons[0].contains("disturbed at n 1: others 40%"),
-            "{:?}",
-            j.reasons
-        );
-        // A quiet row, but the section-level window says disturbed: the row
-        // had its own window, which wins.
-        s.cases[0].disturbance = Some(Disturbance::default());
-        s.disturbance = Some(Disturbance {
-            others: 0.5,
-            steal: 0.0,
-            seconds: 9.0,
-        });
-        s.compute_ratios();
-        assert_eq!(s.ratios[0].confidence, Some(Confidence::High));
-        for cell in &mut s.cases[0].cells {
-            let t = cell.metrics.get_mut("t").unwrap();
-            t.samples.truncate(2);
-        }
-        s.compute_ratios();
-        assert_eq!(s.ratios[0].confidence, Some(Confidence::Low));
-    }
-
-    #[test]
-    fn the_interval_widens_the_quotient_both_ways() {
-        assert_eq!(interval((12.0, 1.0), (10.0, 1.0), 1.0), (1.0, 13.0 / 9.0));
-        assert_eq!(
-            interval((5.0, 0.0), (0.0, 0.0), 1.0),
-            (f64::INFINITY, f64::INFINITY)
-        );
-        assert_eq!(interval((5.0, 1.0), (0.0, 2.0), 1.0), (2.0, f64::INFINITY));
-        assert_eq!(interval((0.0, 0.0), (0.0, 0.0), 1.0), (0.0, f64::INFINITY));
-    }
-}
+mod tests;

@@ -1,23 +1,12 @@
 //! `async` (issue 25): herdless's async forms, where tasks and threads
 //! wait in one queue, against the async locks and channels users run
-//! today, on a multi-threaded tokio runtime and on smol:
-//!
-//! 1. *lock throughput* at 1–64 tasks (see `lock`): herdless's
-//!    `Mutex::lock_async` against `tokio::sync::Mutex` and
-//!    `async_lock::Mutex` (and `RwSem::write_async`, the exclusive hold of
-//!    the rwsem's queue, measured as the stand-in before the async `Mutex`
-//!    and kept beside it);
-//! 2. *channel*: one producer, 1–64 consumer tasks (see `channel`):
-//!    herdless's `Channel` against `flume` and `async-channel`, with the
-//!    consumers' wakeups per item (a herd shows as more than one);
-//! 3. *cancelled waiters*: the time from a release to the next waiter's
-//!    wake when the K waiters ahead of it are cancelled after being granted
-//!    (see `handoff`); a stranded waiter fails the sample.
-//!
-//! Not a seed: like `locks`, it checks that what the seeds built holds its
-//! own against the peers users would otherwise pick. Targets (issue 25):
-//! herdless at least as fast as both peers at every task count, on both
-//! runtimes, and at most one wakeup per item.
+//! today, on a multi-threaded tokio runtime and on smol: lock throughput
+//! at 1–64 tasks (`lock`), a channel with 1–64 consumers (`channel`) and
+//! cancelled waiters ahead of a survivor (`handoff`). Not a seed: like
+//! `locks`, it checks that what the seeds built holds its own. The lab
+//! README's `async` section gives the rows and the targets: herdless at
+//! least as fast as both peers at every task count, on both runtimes, and
+//! at most one wakeup per item.
 
 mod channel;
 mod handoff;
@@ -72,25 +61,17 @@ pub fn experiment() -> Experiment {
 fn lock_section(runtime: Runtime) -> Section<lock::Params> {
     // (tasks, held across a yield)
     let cases = |rows: &[(usize, bool)], total_ops: u64| {
-        rows.iter()
-            .map(|&(t, held)| {
-                let label = if held {
-                    format!("{t} held")
-                } else {
-                    t.to_string()
-                };
-                Case::new(
-                    label,
-                    lock::Params {
-                        runtime,
-                        tasks: t,
-                        ops: (total_ops / t as u64).max(1),
-                        outside: 0,
-                        held_across_yield: held,
-                    },
-                )
-            })
-            .collect::<Vec<_>>()
+        Case::list(rows, |(t, held)| {
+            let params = lock::Params {
+                runtime,
+                tasks: t,
+                ops: (total_ops / t as u64).max(1),
+                outside: 0,
+                held_across_yield: held,
+            };
+            let held = if held { " held" } else { "" };
+            (format!("{t}{held}"), params)
+        })
     };
     let rows = |tasks: &[usize], held: &[usize]| {
         let mut rows: Vec<_> = tasks.iter().map(|&t| (t, false)).collect();

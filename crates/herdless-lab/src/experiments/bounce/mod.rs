@@ -1,34 +1,11 @@
 //! `bounce` (seed 000, "userfaultfd: switch to exclusive wakeup for blocking
 //! reads", Arcangeli 2015): the shape of the kernel's
 //! `tools/testing/selftests/mm/uffd-stress.c`, whose per-handler fault
-//! counts the seed prints, served by `herdless-pager`.
-//!
-//! Two areas of N pages; every page holds a lock word, a counter and its
-//! page number (`area.rs`). Each bounce the areas swap roles: the last
-//! bounce's destination becomes the source ([`MemSource`](herdless_pager::MemSource))
-//! of a fresh pager whose region is the new destination, registered with
-//! userfaultfd, one page per fault (fault-around off, as uffd-stress).
-//! Faulting threads lock pages, check and increment their counters; H
-//! handler threads serve the faults (`run.rs`). Modes, as the seed's:
-//! - `rnd`: each faulting thread picks pages at random over the whole area
-//!   (else each walks its own share in order);
-//! - `racing`: background copier threads ([`Pager::populate`](herdless_pager::Pager::populate))
-//!   fill pages in the opposite order, racing the handlers;
-//! - `ver`: each faulting thread checks, under the page lock, that the
-//!   counter it finds is the one last written (the full check of every
-//!   page after every bounce runs in every mode);
-//! - `discard` (beyond the seed): a discarder thread `MADV_DONTNEED`s the
-//!   last quarter of the area in chunks while copiers fill it; after the
-//!   bounce every discarded page must read zeros (never resurrected).
-//!
-//! `poll` is the variant axis: `poll` handlers (every poller woken per
-//! fault: the seed's before) against `blocking-read` handlers (one reader
-//! woken per message: the seed's after).
-//!
-//! Metrics: `ms_per_bounce`; `faults` per bounce; `uf_1`..`uf_4`, the
-//! faults served by each of the 4 handlers per bounce, busiest first (the
-//! seed's `userfaults:` line, sorted). A page that fails a check, or any
-//! error the pager reports, fails the measurement.
+//! counts the seed prints, served by `herdless-pager`: two areas whose
+//! pages (`area.rs`) faulting threads lock and count, swapping roles every
+//! bounce (`run.rs`), with `poll` handlers (before) or `blocking-read`
+//! ones (after). The lab README's `bounce` section gives the modes (`rnd`,
+//! `racing`, `ver`, `discard`), the checks, the metrics and the sizes.
 
 mod area;
 mod run;

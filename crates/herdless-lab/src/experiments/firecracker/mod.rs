@@ -5,34 +5,13 @@
 //! (hugetlbfs) guest memory, and with a balloon inflating right after the
 //! restore. Where `restore` plays the VMM itself, this one runs Firecracker.
 //!
-//! The guest (`crates/herdless-lab/firecracker/guest/`, a bare-metal x86-64
-//! program: this machine's kvm-pvm cannot run a stock Linux guest kernel)
-//! fills a working set of W MiB of its memory and reads all of it again
-//! every 100 ms, printing each pass's checksum and TSC cycles on the serial
-//! console (`guest.rs`). The lab boots it once per case, pauses it between
-//! two passes and snapshots it (`snapshot.rs`); each measurement then
-//! starts the handler, a fresh Firecracker, loads the snapshot
-//! (`resume_vm`, with `"huge_pages": "2M"` for the 2 MiB table: Firecracker
-//! restores a 4 KiB snapshot into hugetlbfs pages through UFFD) and waits
-//! for the first pass line, whose checksum must be the snapshot's
-//! (`restore.rs`). In the balloon table the guest first gives the last B
-//! MiB of its working set to a virtio balloon (Firecracker discards them:
-//! `REMOVE` events for a handler still installing memory), and the pass
-//! must read them as zeros.
-//!
-//! Metrics: `time_ms`, from the `PUT /snapshot/load` request to the first
-//! pass line (the load, the handler's start-up work, and every fault of
-//! the pass); `pass_ms`, the pass itself as the guest timed it; `load_ms`,
-//! the load request; `faults`, the faults served: for `herdless-uffd` the
-//! fault messages it answered (`--stats-json`), for Firecracker's examples
-//! the bytes the kernel counted them reading over the 32 of a message (they
-//! read one message per `read(2)` and nothing else), for the File backend
-//! the page-cache faults the kernel counted for the vCPU thread (each maps
-//! up to 16 pages: the kernel's fault-around); `copied_mib`, what
-//! `herdless-uffd` copied into guest memory; with a balloon `zero_read_ms`,
-//! the part of the pass that read the ballooned pages, and `inflate_ms`.
-//! Target: Firecracker's `on_demand_handler` / `herdless-uffd --prefetch` ≥
-//! 10 on time, 4 KiB.
+//! The guest (`crates/herdless-lab/firecracker/guest/`, bare-metal: this
+//! machine's kvm-pvm cannot run a stock Linux guest kernel) reads its
+//! working set every 100 ms and prints each pass (`guest.rs`); the lab
+//! boots and snapshots it once per case (`snapshot.rs`), and each
+//! measurement restores it through a backend and waits for the first pass,
+//! whose checksum must be the snapshot's (`restore.rs`). The lab README's
+//! `firecracker` section gives the tables, variants, metrics and target.
 //!
 //! It needs `/dev/kvm`, root, Firecracker and its example handlers, the
 //! guest image and `herdless-uffd` (`tools.rs` names the environment
@@ -91,21 +70,18 @@ pub(crate) enum Backend {
 
 /// Rows of (working set, guest memory, ballooned) MiB.
 fn cases(rows: &[(usize, usize, usize)]) -> Vec<Case<Params>> {
-    let case = |(ws_mib, mem_mib, balloon_mib)| {
+    Case::list(rows, |(ws_mib, mem_mib, balloon_mib)| {
         let label = match balloon_mib {
             0 => format!("{ws_mib} MiB"),
             b => format!("{ws_mib} MiB, {b} out"),
         };
-        Case::new(
-            label,
-            Params {
-                ws_mib,
-                mem_mib,
-                balloon_mib,
-            },
-        )
-    };
-    rows.iter().map(|&row| case(row)).collect()
+        let params = Params {
+            ws_mib,
+            mem_mib,
+            balloon_mib,
+        };
+        (label, params)
+    })
 }
 
 fn rows() -> PerSuite<Vec<Case<Params>>> {

@@ -56,11 +56,7 @@ pub fn experiment() -> Experiment {
 }
 
 fn wake_one_at_a_time() -> Section<one_at_a_time::Params> {
-    let cases = |ns: &[usize]| {
-        ns.iter()
-            .map(|&threads| Case::new(threads.to_string(), one_at_a_time::Params { threads }))
-            .collect::<Vec<_>>()
-    };
+    let cases = |ns: &[usize]| Case::each(ns, |threads| one_at_a_time::Params { threads });
     let seed_ns = [32, 64, 128, 256, 512];
     let section = Section::new(
         "wake one at a time",

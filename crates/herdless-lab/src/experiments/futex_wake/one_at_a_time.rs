@@ -17,14 +17,9 @@
 //! gate at its end.
 //!
 //! `ran_during_pct` says which of two regimes a repetition was in: the
-//! share of woken workers that had already run (returned from their wait)
-//! when the waker made its last wake. At 0 the workers' CPU stayed idle for
-//! the whole loop (on the lab's VM a halted vCPU can take 100-800 µs to come
-//! back) and each wake cost the waker ~1-2.5 µs; once the woken workers
-//! run on the other CPU during the loop, the waker's `FUTEX_WAKE` competes
-//! with their scheduling and each wake costs ~4-6 µs, for every variant
-//! alike. The medians mix both, so a variant whose loop is a little longer
-//! is more often caught by the second regime (lab README, `futex-wake`).
+//! share of woken workers that had already run when the waker made its
+//! last wake (the lab README's "Wake one at a time: where the time goes"
+//! says what each regime costs).
 
 use std::sync::atomic::{AtomicI32, AtomicU32, AtomicUsize, Ordering};
 use std::thread;

@@ -1,35 +1,18 @@
 //! `locks` (issue 14): herdless's `Mutex` and `Condvar` against the locks
 //! users run today, `parking_lot`, `std::sync` and glibc's pthreads, all
-//! four interleaved in one run, in three tables:
-//!
-//! 1. *mutex throughput*, in parking_lot's own benchmark shape (T threads,
-//!    work inside and outside the lock, a fixed interval; see
-//!    `throughput`);
-//! 2. *bounded queue*: one mutex and two condvars, `notify_one` on every
-//!    push and pop, producers × consumers × capacity (see `queue`);
-//! 3. *notify_all* to waiters that all need the mutex afterwards: how long
-//!    until every one has run, and how many futex calls and sleeps that
-//!    took per waiter (see `broadcast`).
-//!
-//! Not a seed: the lab's other experiments reproduce one kernel patch
-//! each; this one checks that the primitives built from them (seed 004's
-//! futex table, seed 001's wake-after-unlock and requeue) hold their own
-//! against the best user-space locks. Its targets: herdless at least as
-//! fast as parking_lot and as std on every row of tables 1 and 2, and no
-//! more wake calls per waiter than parking_lot in table 3 (which makes
-//! about one: each waiter woken once, by the previous one's unlock).
-//!
-//! Counted evidence, per operation: the worker threads' CPU time (see
-//! `cpu_time`; it moves far less than wall time when other processes load
-//! the machine), their voluntary and involuntary context switches
-//! (`getrusage(RUSAGE_THREAD)`, every family), condvar waits (the workload counts them, every family),
-//! herdless's futex-table waits, wakeups and idle wakes (its `stats`
-//! feature, herdless only; see `table_stats`), and in table 3 the futex
-//! system calls of every family (a perf tracepoint counter, see
+//! four interleaved in one run, each workload written once over
+//! [`Monitor`] (`monitor.rs`): parking_lot's mutex benchmark
+//! (`throughput`), its scaling curve, an occasional locker beside busy
+//! ones (`occasional`), a bounded queue on one mutex and two condvars
+//! (`queue`), and `notify_all` to waiters that all need the mutex
+//! (`broadcast`, with every family's futex calls counted by
 //! `futex_calls`).
+//!
+//! Not a seed: it checks that the primitives built from seeds 001 and 004
+//! hold their own against the best user-space locks. The lab README's
+//! `locks` section gives the rows, the counted evidence and the targets.
 
 mod broadcast;
-mod cpu_time;
 pub mod futex_calls;
 pub mod monitor;
 mod occasional;
@@ -92,16 +75,15 @@ pub fn experiment() -> Experiment {
 fn mutex_throughput() -> Section<throughput::Params> {
     // (threads, rounds inside, rounds outside)
     let cases = |rows: &[(usize, u32, u32)], interval_ms| {
-        let case = |(threads, inside, outside)| {
+        Case::list(rows, |(threads, inside, outside)| {
             let params = throughput::Params {
                 threads,
                 inside,
                 outside,
                 interval_ms,
             };
-            Case::new(format!("{threads}: {inside}/{outside}"), params)
-        };
-        rows.iter().map(|&row| case(row)).collect::<Vec<_>>()
+            (format!("{threads}: {inside}/{outside}"), params)
+        })
     };
     // Quick, scaled to the machine. On 2 CPUs: one-round critical
     // sections uncontended and at 2, 8 and 32 threads (4 and 16 behave as
@@ -201,13 +183,10 @@ fn mutex_scaling() -> Section<throughput::Params> {
 /// longer than with std's mutex.
 fn occasional_locker() -> Section<occasional::Params> {
     let cases = |hogs: &[usize], interval_ms| {
-        let case = |hogs| {
-            Case::new(
-                format!("{hogs} hogs"),
-                occasional::Params { hogs, interval_ms },
-            )
-        };
-        hogs.iter().map(|&hogs| case(hogs)).collect::<Vec<_>>()
+        Case::list(hogs, |hogs| {
+            let params = occasional::Params { hogs, interval_ms };
+            (format!("{hogs} hogs"), params)
+        })
     };
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
     // As many hogs as the other CPUs, and twice the CPUs (hogs preempted
@@ -239,25 +218,27 @@ fn occasional_locker() -> Section<occasional::Params> {
 fn bounded_queue() -> Section<queue::Params> {
     // (producers, consumers, capacity, notify under the lock)
     let cases = |rows: &[(usize, usize, usize, bool)], interval_ms| {
-        let case = |(producers, consumers, capacity, notify_under_lock)| {
-            let locked = if notify_under_lock {
-                ", notify locked"
-            } else {
-                ""
-            };
-            let params = queue::Params {
-                producers,
-                consumers,
-                capacity,
-                notify_under_lock,
-                interval_ms,
-            };
-            Case::new(
-                format!("{producers}/{consumers} cap {capacity}{locked}"),
-                params,
-            )
-        };
-        rows.iter().map(|&row| case(row)).collect::<Vec<_>>()
+        Case::list(
+            rows,
+            |(producers, consumers, capacity, notify_under_lock)| {
+                let locked = if notify_under_lock {
+                    ", notify locked"
+                } else {
+                    ""
+                };
+                let params = queue::Params {
+                    producers,
+                    consumers,
+                    capacity,
+                    notify_under_lock,
+                    interval_ms,
+                };
+                (
+                    format!("{producers}/{consumers} cap {capacity}{locked}"),
+                    params,
+                )
+            },
+        )
     };
     let issue_rows = [
         (1, 1, 1, false),

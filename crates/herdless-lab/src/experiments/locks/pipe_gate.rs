@@ -8,8 +8,11 @@
 
 use std::fs::File;
 use std::io::{Read, Write};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::time::{Duration, Instant};
+
+use rustix::event::{poll, PollFd, PollFlags, Timespec};
+use rustix::io::Errno;
+use rustix::pipe::{pipe_with, PipeFlags};
 
 use crate::harness::LabError;
 
@@ -22,13 +25,8 @@ pub struct PipeGate {
 impl PipeGate {
     /// A closed gate.
     pub fn new() -> Result<PipeGate, LabError> {
-        let mut fds = [0 as libc::c_int; 2];
-        // SAFETY: `fds` has room for the two descriptors pipe2 writes.
-        if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-            return Err(LabError::os("pipe2", std::io::Error::last_os_error()));
-        }
-        // SAFETY: two fresh descriptors the kernel just gave us; we own them.
-        let (read, write) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+        let (read, write) =
+            pipe_with(PipeFlags::CLOEXEC).map_err(|e| LabError::os("pipe2", e.into()))?;
         Ok(PipeGate {
             read: File::from(read),
             write: File::from(write),
@@ -46,30 +44,25 @@ impl PipeGate {
     /// Sleeps until one pass is available, or fails as stuck after
     /// `patience`; then takes it.
     pub fn pass_within(&self, patience: Duration) -> Result<(), LabError> {
-        let mut poll = libc::pollfd {
-            fd: self.read.as_raw_fd(),
-            events: libc::POLLIN,
-            revents: 0,
-        };
         let deadline = Instant::now() + patience;
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
-            let ms = libc::c_int::try_from(left.as_millis()).unwrap_or(libc::c_int::MAX);
-            // SAFETY: one valid pollfd for the duration of the call.
-            match unsafe { libc::poll(&mut poll, 1, ms) } {
-                1.. => return self.pass(),
-                0 => {
+            let far = Timespec {
+                tv_sec: i64::MAX,
+                tv_nsec: 0,
+            };
+            let timeout = Timespec::try_from(left).unwrap_or(far);
+            let mut fds = [PollFd::new(&self.read, PollFlags::IN)];
+            match poll(&mut fds, Some(&timeout)) {
+                Ok(1..) => return self.pass(),
+                Ok(0) => {
                     return Err(LabError::Stuck {
                         what: "waiting at a pipe gate".into(),
                         after: patience,
                     })
                 }
-                _ => {
-                    let e = std::io::Error::last_os_error();
-                    if e.kind() != std::io::ErrorKind::Interrupted {
-                        return Err(LabError::os("poll on the gate's pipe", e));
-                    }
-                }
+                Err(Errno::INTR) => {}
+                Err(e) => return Err(LabError::os("poll on the gate's pipe", e.into())),
             }
         }
     }

@@ -24,7 +24,6 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
-use super::cpu_time::thread_cpu_ns;
 use super::monitor::{Cv, Monitor};
 use super::table_stats::table_delta;
 use super::Workload;
@@ -87,7 +86,6 @@ impl Workload for BoundedQueue {
         let cond_waits = AtomicU64::new(0);
         let left = AtomicUsize::new(0);
         let interval_ns = AtomicU64::new(0);
-        let cpu_ns = AtomicU64::new(0);
         let stuck = AtomicU64::new(0);
         let before = M::table_stats();
         // Set by a consumer after its first item: the timer's sign of
@@ -119,7 +117,6 @@ impl Workload for BoundedQueue {
         };
         let work = |i: usize| {
             let mut waits = 0;
-            let cpu_start = thread_cpu_ns();
             if i < p.producers {
                 let mut next = 0u64;
                 loop {
@@ -182,7 +179,6 @@ impl Workload for BoundedQueue {
                 }
             }
             cond_waits.fetch_add(waits, Ordering::Relaxed);
-            cpu_ns.fetch_add(thread_cpu_ns() - cpu_start, Ordering::Relaxed);
             // Release: the timer's Acquire load sees every worker done.
             left.fetch_add(1, Ordering::Release);
         };
@@ -211,7 +207,7 @@ impl Workload for BoundedQueue {
             .with("items_per_s", in_time as f64 / seconds)
             .with(
                 "cpu_ns_per_item",
-                cpu_ns.load(Ordering::Relaxed) as f64 / in_time as f64,
+                run.usage.cpu_micros as f64 * 1e3 / in_time as f64,
             )
             .with(
                 "cond_waits_per_kitem",

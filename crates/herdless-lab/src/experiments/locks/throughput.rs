@@ -21,7 +21,6 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use super::cpu_time::thread_cpu_ns;
 use super::monitor::Monitor;
 use super::table_stats::table_delta;
 use super::Workload;
@@ -63,7 +62,6 @@ impl Workload for Throughput {
         let stop = AtomicBool::new(false);
         let counts: Vec<AtomicU64> = (0..p.threads).map(|_| AtomicU64::new(0)).collect();
         let interval_ns = AtomicU64::new(0);
-        let cpu_ns = AtomicU64::new(0);
         let before = M::table_stats();
         // Set by a worker after its first acquisition: the timer's sign of
         // progress, read without taking the lock under test.
@@ -81,7 +79,6 @@ impl Workload for Throughput {
             interval_ns.store(took.as_nanos() as u64, Ordering::Relaxed);
         };
         let work = |i: usize| {
-            let cpu_start = thread_cpu_ns();
             let (mut value, mut local) = (0.0f64, 0.0f64);
             let mut iterations = 0u64;
             while !stop.load(Ordering::Relaxed) {
@@ -105,7 +102,6 @@ impl Workload for Throughput {
             }
             black_box(value);
             counts[i].store(iterations, Ordering::Relaxed);
-            cpu_ns.fetch_add(thread_cpu_ns() - cpu_start, Ordering::Relaxed);
         };
         let run = gang_with(p.threads, work, timer)?;
         let table = table_delta(before, M::table_stats());
@@ -131,7 +127,7 @@ impl Workload for Throughput {
             .with("slowest_share", slowest / mean)
             .with(
                 "cpu_ns_per_op",
-                cpu_ns.load(Ordering::Relaxed) as f64 / total as f64,
+                run.usage.cpu_micros as f64 * 1e3 / total as f64,
             )
             .with("sleeps_per_kop", run.usage.voluntary_switches as f64 / kops)
             .with(

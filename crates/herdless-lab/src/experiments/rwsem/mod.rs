@@ -1,29 +1,13 @@
 //! `rwsem` (seed 001, "Move wakeups out from under the rwsem's wait_lock
-//! spinlock"): a volanomark-like mixed workload on one reader-writer lock,
-//! herdless's four configurations against std, parking_lot and pthread.
-//!
-//! # Workload
-//! T threads (2, 8, 16, 32) share one lock around eight words. Each thread
-//! runs a fixed number of operations: 90% reads (read lock, check the
-//! words are equal, a little work inside) and 10% writes (write lock, bump
-//! every word, a little work inside), with more work between critical
-//! sections. With more threads than the machine's two CPUs, holders are
-//! preempted, queued writers hold readers back, and threads sleep: the
-//! wait list and its lock are busy, which is what the seed changes. A
-//! reader that sees unequal words fails the sample (a broken lock is never
-//! a fast one).
-//!
-//! # Metrics
-//! - `ops_per_s` (primary): operations over the gang's wall time.
-//! - `contended_per_kop`: wait-lock acquisitions that found the wait lock
-//!   held, per 1,000 operations (herdless only; the seed's profile counted
-//!   exactly this, as time in `.text.lock.rwsem`).
-//! - `wait_lock_per_kop`, `hold_ns_per_op`: wait-lock acquisitions and the
-//!   time it was held (herdless only). With `WakeUnderLock` the hold time
-//!   includes the wake syscalls.
-//! - `wakeups_per_kop`: threads granted and woken (herdless only).
-//! - `ctx_switches_per_kop`: the worker threads' context switches
-//!   (`getrusage(RUSAGE_THREAD)`), every variant.
+//! spinlock"): a volanomark-like mixed workload on one reader-writer lock
+//! (90% reads that check eight words are equal, 10% writes that bump them,
+//! work inside and between), herdless's four configurations against std,
+//! parking_lot and pthread. A torn read fails the sample. Counted
+//! (herdless only): contended wait-lock acquisitions per 1k ops (the
+//! seed's profile counted exactly this), wait-lock acquisitions and hold
+//! time (with `WakeUnderLock` it includes the wake syscalls), wakeups; and
+//! every variant's context switches. The lab README's `rwsem` section says
+//! what the numbers show.
 
 mod locks;
 

@@ -1,27 +1,16 @@
 //! `herdless-lab compare A.json B.json`: two runs side by side, to check a
-//! change for regressions, or two runs of the same code for agreement.
+//! change for regressions, or two runs of the same code for agreement (the
+//! lab README's "Comparing two runs" says how to read it).
 //!
-//! Two kinds of verdict are compared, both so that noise alone does not
-//! turn them:
-//! - **Targets.** Each target's outcome (met, missed, or undecided at low
-//!   confidence, when the bound lies within that run's spread:
-//!   `verdict.rs`) in A and in B. The runs *agree* when they do not
-//!   contradict each other: the outcomes are the same (two undecided ones
-//!   included: neither run decided, whichever way each leans), or one run
-//!   is undecided and leans the way the other decided. They differ *within
-//!   noise* when one is undecided and leans against the other's decision
-//!   (noise alone could turn the undecided one), or when either rests on a
-//!   row measured on a disturbed machine. Only met in
-//!   one and missed in the other, both decided on quiet machines, is a
-//!   *changed* verdict (met → missed is a regression).
-//! - **Cells.** For each (case, variant) measured in both runs: the medians,
-//!   B/A, and `faster`/`slower` (`better`/`worse` for metrics other than the
-//!   primary one, by the metric's direction) only where the medians differ
-//!   by more than the two spreads together *and* the exact rank-sum test
-//!   (`rank_test.rs`) puts the chance of so large a difference from noise
-//!   at [`SIGNIFICANCE`] or less; `same` otherwise. With fewer than
-//!   [`MIN_SAMPLES`] repetitions in either run the test cannot reach that
-//!   level, and the cell is `same` and counted as too few to tell.
+//! - **Targets**: the runs *agree* unless they contradict each other (two
+//!   undecided verdicts agree, and so does one undecided leaning the way
+//!   the other decided); they differ *within noise* when one is undecided
+//!   and leans against the other, or either rests on a disturbed row. Only
+//!   met against missed, both decided on quiet machines, is *changed*.
+//! - **Cells**: `faster`/`slower` (`better`/`worse` off the primary metric)
+//!   only beyond both spreads *and* at [`SIGNIFICANCE`] by the exact
+//!   rank-sum test (`rank_test.rs`); `same` otherwise, and too few to tell
+//!   under [`MIN_SAMPLES`] repetitions.
 //!
 //! Only the primary metric is compared unless `all_metrics`. Cells and
 //! targets in one run only are named, not compared.
@@ -32,11 +21,12 @@ pub use render::render;
 
 use super::disturbance::Conditions;
 use super::format::describe_bound;
-use super::outcome::{Confidence, Outcome};
+use super::outcome::Outcome;
 use super::quotient::Quotient;
 use super::rank_test;
 use super::report::{Report, SectionReport};
 use super::stats::Summary;
+use super::verdict::Judgement;
 
 /// The p-value at or below which a difference is more than noise.
 pub const SIGNIFICANCE: f64 = 0.01;
@@ -121,28 +111,6 @@ pub struct SectionDiff {
     pub rows: Vec<Row>,
 }
 
-/// A target's verdict in one run.
-#[derive(Clone, Debug, PartialEq)]
-pub struct TargetVerdict {
-    /// Which side of the bound the deciding value lies on, decided or not.
-    pub met: bool,
-    /// The deciding value.
-    pub value: Quotient,
-    /// The deciding case's label.
-    pub case: String,
-    /// How far it can be trusted.
-    pub confidence: Confidence,
-    /// Whether it rests on a row measured on a disturbed machine.
-    pub disturbed: bool,
-}
-
-impl TargetVerdict {
-    /// Met, missed, or undecided at low confidence.
-    pub fn outcome(&self) -> Outcome {
-        Outcome::of(self.met, self.confidence)
-    }
-}
-
 /// How a target's verdicts in A and B relate.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Agreement {
@@ -161,11 +129,11 @@ pub enum Agreement {
 
 impl Agreement {
     /// Relates A's verdict to B's.
-    pub fn of(a: Option<&TargetVerdict>, b: Option<&TargetVerdict>) -> Agreement {
+    pub fn of(a: Option<&Judgement>, b: Option<&Judgement>) -> Agreement {
         let (Some(a), Some(b)) = (a, b) else {
             return Agreement::OneSided;
         };
-        let undecided = |v: &TargetVerdict| v.outcome() == Outcome::Undecided;
+        let undecided = |v: &Judgement| v.outcome() == Outcome::Undecided;
         // The same outcome, or one run undecided but leaning the way the
         // other decided: the runs do not contradict each other.
         if a.outcome() == b.outcome() || ((undecided(a) || undecided(b)) && a.met == b.met) {
@@ -198,9 +166,9 @@ pub struct TargetDiff {
     /// The target: `num/den [metric] ≥ bound at cases`.
     pub target: String,
     /// The verdict in A (`None`: not judged there).
-    pub a: Option<TargetVerdict>,
+    pub a: Option<Judgement>,
     /// The verdict in B.
-    pub b: Option<TargetVerdict>,
+    pub b: Option<Judgement>,
     /// How they relate.
     pub agreement: Agreement,
 }
@@ -208,7 +176,7 @@ pub struct TargetDiff {
 impl TargetDiff {
     /// A made-up target's verdicts in two runs (tests).
     #[cfg(test)]
-    pub(crate) fn toy(target: &str, a: TargetVerdict, b: TargetVerdict) -> TargetDiff {
+    pub(crate) fn toy(target: &str, a: Judgement, b: Judgement) -> TargetDiff {
         TargetDiff {
             experiment: "toy".into(),
             title: "toy table".into(),
@@ -222,7 +190,7 @@ impl TargetDiff {
     /// A decided met → missed (see [`Agreement::Changed`]).
     pub fn is_regression(&self) -> bool {
         self.agreement == Agreement::Changed
-            && self.a.as_ref().map(TargetVerdict::outcome) == Some(Outcome::Met)
+            && self.a.as_ref().map(Judgement::outcome) == Some(Outcome::Met)
     }
 }
 
@@ -274,9 +242,8 @@ impl Comparison {
 
     /// Targets that agree because neither run decided them.
     pub fn undecided_in_both(&self) -> usize {
-        let undecided = |v: &Option<TargetVerdict>| {
-            v.as_ref().map(TargetVerdict::outcome) == Some(Outcome::Undecided)
-        };
+        let undecided =
+            |v: &Option<Judgement>| v.as_ref().map(Judgement::outcome) == Some(Outcome::Undecided);
         self.targets
             .iter()
             .filter(|t| undecided(&t.a) && undecided(&t.b))
@@ -346,7 +313,7 @@ fn cells(exp: &str, s: &SectionReport) -> Vec<String> {
 }
 
 /// A target's name, bound and cases: how it is matched across runs.
-fn target_key(s: &SectionReport, r: &super::report::RatioReport) -> Option<String> {
+fn target_key(s: &SectionReport, r: &super::report::Ratio) -> Option<String> {
     let bound = r.target?;
     let at = if r.at.is_empty() {
         "at every case".to_string()
@@ -354,17 +321,6 @@ fn target_key(s: &SectionReport, r: &super::report::RatioReport) -> Option<Strin
         format!("at {} {}", s.param, r.at.join(", "))
     };
     Some(format!("{} {} {at}", r.name(), describe_bound(bound)))
-}
-
-fn verdict_of(s: &SectionReport, r: &super::report::RatioReport) -> Option<TargetVerdict> {
-    let j = s.judge(r)?;
-    Some(TargetVerdict {
-        met: j.met,
-        value: j.value,
-        case: s.cases[j.case].label.clone(),
-        confidence: j.confidence,
-        disturbed: j.disturbed,
-    })
 }
 
 /// The targets of one section in both runs.
@@ -377,7 +333,7 @@ fn targets(exp: &str, sa: &SectionReport, sb: &SectionReport) -> Vec<TargetDiff>
                 .ratios
                 .iter()
                 .find(|rb| target_key(sb, rb).as_ref() == Some(&key))?;
-            let (a, b) = (verdict_of(sa, ra), verdict_of(sb, rb));
+            let (a, b) = (sa.judge(ra), sb.judge(rb));
             Some(TargetDiff {
                 experiment: exp.to_string(),
                 title: sa.title.clone(),
@@ -486,6 +442,7 @@ fn busy(c: &Conditions, cores: usize) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::harness::outcome::Confidence;
 
     fn summary(samples: &[f64]) -> Summary {
         Summary::of(samples).unwrap()
@@ -517,12 +474,14 @@ mod tests {
         );
     }
 
-    fn verdict(met: bool, confidence: Confidence) -> TargetVerdict {
-        TargetVerdict {
+    fn verdict(met: bool, confidence: Confidence) -> Judgement {
+        Judgement {
             met,
             value: Quotient::Value(1.0),
-            case: "1".into(),
+            case: 0,
+            label: "1".into(),
             confidence,
+            reasons: Vec::new(),
             disturbed: false,
         }
     }
@@ -551,7 +510,7 @@ mod tests {
         assert_eq!(of((false, High), (true, Medium)), Agreement::Changed);
         // A decided flip measured on a disturbed machine is noise too;
         // disturbed verdicts that agree still agree.
-        let disturbed = |met| TargetVerdict {
+        let disturbed = |met| Judgement {
             disturbed: true,
             ..verdict(met, Medium)
         };

@@ -4,7 +4,7 @@
 
 use std::fmt::Write as _;
 
-use super::{Comparison, Row, TargetVerdict, SIGNIFICANCE};
+use super::{Comparison, Judgement, Row, SIGNIFICANCE};
 use crate::harness::format::{fmt_num, fmt_quotient, fmt_spread};
 use crate::harness::grid::grid_aligned;
 use crate::harness::wrap::{para, WIDTH};
@@ -136,13 +136,13 @@ pub fn render(c: &Comparison, all_metrics: bool) -> String {
 
 /// `met 1.36× at 8 (high)`, `MISSED 0.9× at 4 (medium, disturbed)`,
 /// `undecided (leans missed) 4.82× at 16 (low)`, or `not judged`.
-fn verdict(v: Option<&TargetVerdict>) -> String {
+fn verdict(v: Option<&Judgement>) -> String {
     match v {
         Some(v) => format!(
             "{} {} at {} ({}{})",
-            v.outcome().label(v.met),
+            v.verdict(),
             fmt_quotient(v.value),
-            v.case,
+            v.label,
             v.confidence.label(),
             if v.disturbed { ", disturbed" } else { "" }
         ),
@@ -173,12 +173,14 @@ mod tests {
     use crate::harness::outcome::Confidence;
     use crate::harness::quotient::Quotient;
 
-    fn verdict(met: bool, value: f64, confidence: Confidence) -> TargetVerdict {
-        TargetVerdict {
+    fn verdict(met: bool, value: f64, confidence: Confidence) -> Judgement {
+        Judgement {
             met,
             value: Quotient::Value(value),
-            case: "16".into(),
+            case: 0,
+            label: "16".into(),
             confidence,
+            reasons: Vec::new(),
             disturbed: false,
         }
     }

@@ -60,16 +60,8 @@ pub fn render(report: &Report) -> Result<String, LabError> {
         esc(&m.cpu_model),
         esc(&m.lab_version),
     );
-    let c = &report.conditions;
-    let mut busy = Vec::new();
-    if let Some(load) = c.load_at_start {
-        busy.push(format!("load average {:.2} at the start", load.one));
-    }
-    if let Some(d) = c.disturbance {
-        busy.push(format!("over the run {}", d.describe()));
-    }
-    if !busy.is_empty() {
-        let _ = writeln!(out, "<p class=\"machine\">{}.</p>", esc(&busy.join("; ")));
+    if let Some(busy) = report.conditions.describe(None) {
+        let _ = writeln!(out, "<p class=\"machine\">{}.</p>", esc(&busy));
     }
     summary(&mut out, report);
     for exp in &report.experiments {
@@ -228,22 +220,10 @@ fn class(label: &str) -> String {
 
 /// Seconds since the epoch as `YYYY-MM-DD HH:MM UTC`.
 fn utc(unix: u64) -> String {
-    let (days, secs) = (unix / 86_400, unix % 86_400);
-    // Howard Hinnant's civil_from_days, for days since 1970-01-01.
-    let z = days as i64 + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02} {:02}:{:02} UTC",
-        secs / 3600,
-        secs % 3600 / 60
-    )
+    let at = std::time::UNIX_EPOCH + std::time::Duration::from_secs(unix);
+    // `2025-11-21T13:20:00Z`
+    let text = humantime::format_rfc3339_seconds(at).to_string();
+    format!("{} {} UTC", &text[..10], &text[11..16])
 }
 
 #[cfg(test)]

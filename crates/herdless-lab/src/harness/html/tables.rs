@@ -7,9 +7,9 @@
 use std::fmt::Write as _;
 
 use super::{esc, id};
-use crate::harness::format::{fmt_quotient, fmt_sig};
-use crate::harness::report::{RatioReport, SectionReport};
-use crate::harness::table::spread_of;
+use crate::harness::format::fmt_sig;
+use crate::harness::report::{Ratio, SectionReport};
+use crate::harness::table::{ratio_mark, spread_of};
 
 /// Writes the tables of section `s`; `prefix` is `<experiment>-s<i>`.
 pub(super) fn section(out: &mut String, s: &SectionReport, prefix: &str) {
@@ -19,19 +19,13 @@ pub(super) fn section(out: &mut String, s: &SectionReport, prefix: &str) {
             continue;
         }
         let (kind, reps) = spread_of(s, &metric.name);
-        let better = if metric.lower_is_better {
-            "lower"
-        } else {
-            "higher"
-        };
         let _ = writeln!(
             out,
-            "<table id=\"table-{prefix}-{}\" class=\"metric\">\n<caption>{}{} ({}, {better} is \
-             better): median {} of {reps} repetitions</caption>",
+            "<table id=\"table-{prefix}-{}\" class=\"metric\">\n<caption>{}{}: median {} of \
+             {reps} repetitions</caption>",
             id(&metric.name),
             if primary { "primary metric: " } else { "" },
-            esc(&metric.name),
-            esc(&metric.unit),
+            esc(&metric.heading()),
             esc(kind.describe()),
         );
         out.push_str("<tr>");
@@ -93,19 +87,7 @@ pub(super) fn section(out: &mut String, s: &SectionReport, prefix: &str) {
             }
         }
     }
-    let errors: Vec<String> = s
-        .cases
-        .iter()
-        .flat_map(|case| {
-            case.cells.iter().filter_map(move |cell| {
-                let first = cell.errors.first()?;
-                Some(format!(
-                    "{} at {} {}: {first}",
-                    cell.variant, s.param, case.label
-                ))
-            })
-        })
-        .collect();
+    let errors = s.errors();
     if !errors.is_empty() {
         out.push_str("<ul class=\"errors\">\n");
         for e in errors {
@@ -113,36 +95,19 @@ pub(super) fn section(out: &mut String, s: &SectionReport, prefix: &str) {
         }
         out.push_str("</ul>\n");
     }
-    let mut skips: Vec<String> = Vec::new();
-    for cell in s.cases.iter().flat_map(|c| &c.cells) {
-        if let Some(why) = &cell.skipped {
-            let line = format!("{} (not run here): {why}", cell.variant);
-            if !skips.contains(&line) {
-                skips.push(line);
-            }
-        }
-    }
-    for line in skips {
+    for line in s.skips() {
         let _ = writeln!(out, "<p class=\"verdict\">skipped: {}</p>", esc(&line));
     }
 }
 
 /// The ratio on case `c`: `ok`/`MISS` where its target is checked.
-fn ratio_cell(out: &mut String, r: &RatioReport, c: usize, label: &str) {
-    let Some(q) = r.values[c] else {
-        out.push_str("<td class=\"num\">—</td>");
-        return;
+fn ratio_cell(out: &mut String, r: &Ratio, c: usize, label: &str) {
+    let _ = match ratio_mark(r, c, label) {
+        None => write!(out, "<td class=\"num\">—</td>"),
+        Some((text, Some(true))) => write!(out, "<td class=\"num ok\">{} ok</td>", esc(&text)),
+        Some((text, Some(false))) => {
+            write!(out, "<td class=\"num miss\">{} MISS</td>", esc(&text))
+        }
+        Some((text, None)) => write!(out, "<td class=\"num\">{}</td>", esc(&text)),
     };
-    let text = esc(&fmt_quotient(q));
-    match (r.target.filter(|_| r.applies_to(label)), q.value()) {
-        (Some(b), Some(v)) if b.holds(v) => {
-            let _ = write!(out, "<td class=\"num ok\">{text} ok</td>");
-        }
-        (Some(_), Some(_)) => {
-            let _ = write!(out, "<td class=\"num miss\">{text} MISS</td>");
-        }
-        _ => {
-            let _ = write!(out, "<td class=\"num\">{text}</td>");
-        }
-    }
 }
