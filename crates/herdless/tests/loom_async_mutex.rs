@@ -6,9 +6,11 @@
 //!
 //! Run: `RUSTFLAGS="--cfg loom" cargo test -p herdless --release --test loom_async_mutex`.
 //! Tasks are loom threads polling by hand (`loom_common`). Under loom the
-//! table's eventual fairness never fires, so a plain unlock always wakes
-//! (`GRANTED`) and only `release_fair` hands the lock over (`HANDOFF`):
-//! both paths are explored deterministically. Each model names the line
+//! table's eventual fairness never fires, so a plain unlock wakes
+//! (`GRANTED`) unless the task it dequeues asked for the lock (a task that
+//! was woken in vain and parked again): then, as after `release_fair`, it
+//! hands the lock over (`HANDOFF`). Both paths are explored
+//! deterministically. Each model names the line
 //! it pins (its mutation check: break that line, see the model fail).
 #![cfg(loom)]
 
@@ -156,9 +158,10 @@ fn a_task_waker_updated_while_the_unlock_wakes_it_is_never_lost() {
 /// A task queued at the head, a thread asleep behind it: the unlock wakes
 /// the task (it owns WAKING), a running thread takes the lock first, and
 /// the task's one try finds it held: it parks again at the *head*, giving
-/// WAKING back in its validation, and the taker's unlock wakes it again.
-/// The task gets the lock before the thread behind it, and nobody is
-/// stranded. Mutation checks: a task that parks again without clearing
+/// WAKING back in its validation and asking for the lock, and the taker's
+/// unlock hands it the lock (or wakes it, if a thread took the lock in
+/// between). The task gets the lock before the thread behind it, and
+/// nobody is stranded. Mutation checks: a task that parks again without clearing
 /// WAKING deadlocks this model; one that parks again at the tail lets the
 /// thread in first (the order assertion).
 #[test]

@@ -261,10 +261,14 @@ impl FutexTable {
             Some(_) => {
                 let node = cursor.unlink_current();
                 let have_more = cursor.has_more();
+                // SAFETY: just unlinked under the bucket lock we hold, not
+                // granted yet: its owner waits for the grant, so the record
+                // is alive.
+                let asks = unsafe { node.as_ref() }.wake_handle().asks_handoff();
                 let result = Unparked {
                     unparked: 1,
                     have_more,
-                    be_fair: queue.due_for_fairness(),
+                    be_fair: asks || queue.due_for_fairness(),
                 };
                 let token = decide(result);
                 // SAFETY: just unlinked under the bucket lock we hold; a

@@ -84,7 +84,8 @@ impl TaskPark {
 
     /// Queues this task on `key` (at the head of the bucket with `front`)
     /// if `validate()` holds under the bucket lock, with `waker` as the
-    /// waker a grant wakes; returns whether it queued (`false`: `validate`
+    /// waker a grant wakes and, with `asks_handoff`, asking the unpark that
+    /// dequeues it for the lock itself ([`Unparked::be_fair`]); returns whether it queued (`false`: `validate`
     /// said no, nothing changed). The steps of `FutexTable::park` before
     /// the sleep: announce, fence (A), lock, validate, queue.
     ///
@@ -99,6 +100,7 @@ impl TaskPark {
         key: usize,
         validate: impl FnOnce() -> bool,
         front: bool,
+        asks_handoff: bool,
         waker: &Waker,
     ) -> bool {
         debug_assert!(!self.queued, "a queued task parks again");
@@ -124,6 +126,7 @@ impl TaskPark {
             .expect("a task's record has a waker slot");
         // SAFETY: we own the record and it is in no list.
         unsafe { slot.set(waker) };
+        record.wake_handle().set_asks_handoff(asks_handoff);
 
         // Announce, then fence (A): pairs with fence (B) in `wake`, as in
         // `FutexTable::park`.

@@ -70,7 +70,9 @@
 //!
 //! - Tasks (`lock_async.rs`) take the same steps without spinning: a woken
 //!   task tries once and otherwise parks again at the head with the same
-//!   validation (it never sets ASKING); a task future dropped while it
+//!   validation (it never sets ASKING: its record asks the next waking
+//!   unlock for the lock instead, which hands it over only if the lock is
+//!   still free, the eventual-fairness path below); a task future dropped while it
 //!   owns WAKING gives it up and passes the wake on (`give_up_waking`: the
 //!   holder's unlock wakes, or it wakes if the lock is free), and one
 //!   dropped after a hand-off releases the lock.

@@ -33,15 +33,20 @@
 use std::task::Waker;
 
 use crate::parker::Unparker;
-use crate::sync::UnsafeCell;
+use crate::sync::{AtomicBool, Ordering, UnsafeCell};
 use crate::util::wake_list::{Wake, WakeSource};
 
 /// What wakes a record's owner: a sleeping thread or a waiting task.
 pub(crate) enum Sleeper {
     /// A thread asleep in `Waiter::sleep`.
     Thread(Unparker),
-    /// A task whose future holds the record.
-    Task(WakerSlot),
+    /// A task whose future holds the record, and whether it asks the
+    /// unlock that dequeues it to hand it the lock itself (a mutex's task
+    /// woken once in vain: `mutex/lock_async.rs`). The flag is written by
+    /// the owner before the record is queued and read by wakers under the
+    /// list's lock (whose Release/Acquire orders the two); it sits in the
+    /// enum's tag padding, so the record stays 64 bytes.
+    Task(WakerSlot, AtomicBool),
 }
 
 /// The handle a waker takes from a [`Sleeper`] under the list's lock.
@@ -50,6 +55,30 @@ pub(crate) enum Wakeup {
     Thread(Unparker),
     /// Wake the task (its waker as it was when the handle was taken).
     Task(Waker),
+}
+
+impl Sleeper {
+    /// Sets whether a task asks for a hand-off (the `Task` variant's flag);
+    /// nothing for a thread. The owner calls it before the record is
+    /// queued.
+    pub(crate) fn set_asks_handoff(&self, asks: bool) {
+        if let Sleeper::Task(_, flag) = self {
+            // Relaxed: the push under the list's lock publishes it.
+            flag.store(asks, Ordering::Relaxed);
+        }
+    }
+
+    /// Whether the record's owner asks the waker that dequeues it for the
+    /// lock itself: only a task can ([`Sleeper::set_asks_handoff`]). Read
+    /// under the list's lock.
+    pub(crate) fn asks_handoff(&self) -> bool {
+        match self {
+            Sleeper::Thread(_) => false,
+            // Relaxed: under the list's lock, which the owner's push
+            // released after the store.
+            Sleeper::Task(_, asks) => asks.load(Ordering::Relaxed),
+        }
+    }
 }
 
 impl WakeSource for Sleeper {
@@ -62,7 +91,7 @@ impl WakeSource for Sleeper {
             // SAFETY: `handle` is called under the lock of the list holding
             // the record (`WakeSource` contract), the lock the slot's owner
             // writes under.
-            Sleeper::Task(slot) => Wakeup::Task(unsafe { slot.clone_locked() }),
+            Sleeper::Task(slot, _) => Wakeup::Task(unsafe { slot.clone_locked() }),
         }
     }
 }
@@ -87,13 +116,13 @@ impl Wake for Waker {
 impl Sleeper {
     /// A task's sleeper, to be given its real waker before it is queued.
     pub(crate) fn task() -> Self {
-        Sleeper::Task(WakerSlot::new())
+        Sleeper::Task(WakerSlot::new(), AtomicBool::new(false))
     }
 
     /// The task's waker slot; `None` for a thread.
     pub(crate) fn slot(&self) -> Option<&WakerSlot> {
         match self {
-            Sleeper::Task(slot) => Some(slot),
+            Sleeper::Task(slot, _) => Some(slot),
             Sleeper::Thread(_) => None,
         }
     }
