@@ -43,6 +43,11 @@ const GOOD: u8 = 1;
 /// A part that failed its check or could not be read.
 const BAD: u8 = 2;
 
+thread_local! {
+    /// The part a thread is checking (`PackedSource::part_good`).
+    static CHECKED_PART: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
 /// Bytes `[mem, mem + len)` of the memory are at `pack` in the pack.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Segment {
@@ -221,12 +226,16 @@ impl PackedSource {
             _ => {}
         }
         let r = self.header.part(n);
-        let mut buf = vec![0u8; (r.end - r.start) as usize];
-        let verdict = match self.pack.read_at(r.start, &mut buf) {
-            Ok(()) if crc64(&buf) == self.header.part_crcs[n] => Ok(()),
-            Ok(()) => Err("its checksum does not match (a corrupt pack)".to_string()),
-            Err(e) => Err(format!("it could not be read ({e})")),
-        };
+        let verdict = CHECKED_PART.with_borrow_mut(|buf| {
+            // A buffer of this thread's, kept: a fresh one per part would
+            // cost a page fault per page of it.
+            buf.resize((r.end - r.start) as usize, 0);
+            match self.pack.read_at(r.start, buf) {
+                Ok(()) if crc64(buf) == self.header.part_crcs[n] => Ok(()),
+                Ok(()) => Err("its checksum does not match (a corrupt pack)".to_string()),
+                Err(e) => Err(format!("it could not be read ({e})")),
+            }
+        });
         let state = if verdict.is_ok() { GOOD } else { BAD };
         // `failed` may have marked it meanwhile: whoever stores first
         // counts it.
