@@ -5,9 +5,9 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use super::{DEFAULT_HANDOFF_TIMEOUT, DEFAULT_SOCKET_MODE};
 #[cfg(doc)]
 use super::{Ending, Restore, RestoreError};
+use super::{DEFAULT_HANDOFF_TIMEOUT, DEFAULT_SOCKET_MODE};
 
 /// What `herdless-uffd` is asked to do (its command line). Start from
 /// [`RestoreOptions::new`] and set what differs; [`Restore::bind`] checks
