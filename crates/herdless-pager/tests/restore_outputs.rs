@@ -279,3 +279,65 @@ fn populate_takes_a_trace_only_after_an_equals_sign() {
     files.intact("populate", &[]);
     let _ = std::fs::remove_dir_all(&files.dir);
 }
+
+#[test]
+fn the_pack_a_record_writes_is_checked_like_any_output_and_never_replaces_an_input() {
+    let mut files = Files::new("pack-outputs");
+    let d = files.dir.clone();
+    // A pack being read (beside the prefetch trace), and a memory file
+    // named as a pack would be.
+    files.keep("ws.trace.pages", b"a pack".to_vec());
+    std::os::unix::fs::symlink("vm.mem", d.join("rec.pages")).unwrap();
+    let cases: [(&[&str], &str); 5] = [
+        // --record rec writes rec.pages, which is the memory file.
+        (
+            &["s", "vm.mem", "--record", "rec"],
+            "--record's pages rec.pages: that is the memory file",
+        ),
+        (
+            &["s", "rec.pages", "--record", "rec"],
+            "that is the memory file",
+        ),
+        // Over the pack the prefetch reads.
+        (
+            &[
+                "s",
+                "vm.mem",
+                "--prefetch",
+                "ws.trace",
+                "--stats-json",
+                "ws.trace.pages",
+            ],
+            "the --prefetch trace's pages",
+        ),
+        // Over the other outputs and the socket.
+        (
+            &[
+                "s",
+                "vm.mem",
+                "--record",
+                "new.trace",
+                "--stats-json",
+                "new.trace.pages",
+            ],
+            "the --record's pages output",
+        ),
+        (&["x.pages", "vm.mem", "--record", "x"], "the socket"),
+    ];
+    for (args, what) in cases {
+        let (code, err) = run_in(&d, args);
+        assert_eq!(code, Some(2), "{args:?}: {err}");
+        assert!(
+            err.contains("refusing to write over it") && err.contains(what),
+            "{args:?}: {err}"
+        );
+        files.intact(&format!("{args:?}"), &["rec.pages"]);
+    }
+    // With --no-pack none is written or read: not a collision (it waits
+    // for a VMM that never comes, and writes nothing).
+    let (code, err) = run_in(&d, &["s", "vm.mem", "--record", "rec", "--no-pack"]);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.contains("no VMM connected"), "{err}");
+    files.intact("--no-pack", &["rec.pages"]);
+    let _ = std::fs::remove_dir_all(&d);
+}

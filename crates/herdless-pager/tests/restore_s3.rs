@@ -151,6 +151,9 @@ fn record_then_prefetch_through_s3_installs_the_working_set_before_it_is_touched
         &[
             "--prefetch",
             trace,
+            // From the memory's chunks (`restore_pack.rs`: from the pack
+            // the record wrote beside the trace).
+            "--no-pack",
             "--no-cache",
             "--stats-json",
             stats.to_str().unwrap(),

@@ -30,6 +30,7 @@
 //! ```
 
 mod control;
+mod frames;
 mod service;
 
 use std::collections::HashMap;
@@ -117,6 +118,7 @@ impl S3Server {
         let svc = Controlled {
             inner: builder.build(),
             control: Arc::clone(&control),
+            root: Arc::new(std::fs::canonicalize(&root)?),
         };
         let std_listener = std::net::TcpListener::bind(("127.0.0.1", 0))?;
         std_listener.set_nonblocking(true)?;

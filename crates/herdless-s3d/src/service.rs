@@ -1,8 +1,9 @@
 //! The HTTP service: every request goes through [`Control`] (counted,
 //! delayed, held or failed as the test asked) and is then served by
-//! `s3s` over `s3s-fs`.
+//! `s3s` over `s3s-fs`, a GET's body in large frames (`frames.rs`).
 
 use std::future::Future;
+use std::path::PathBuf;
 use std::pin::Pin;
 use std::sync::Arc;
 
@@ -11,12 +12,15 @@ use hyper::body::Incoming;
 use s3s::service::S3Service;
 
 use crate::control::{Control, RangeKey, Verdict};
+use crate::frames::{self, Opened};
 
 /// `s3s`'s service behind the test's controls.
 #[derive(Clone)]
 pub(crate) struct Controlled {
     pub(crate) inner: S3Service,
     pub(crate) control: Arc<Control>,
+    /// The directory `s3s-fs` serves (its objects' files).
+    pub(crate) root: Arc<PathBuf>,
 }
 
 type Answer = Result<Response<s3s::Body>, s3s::HttpError>;
@@ -70,7 +74,48 @@ impl hyper::service::Service<Request<Incoming>> for Controlled {
                     return Ok(slow_down());
                 }
             }
-            this.inner.call(req.map(s3s::Body::from)).await
+            // A GET of the object itself (no subresource such as
+            // `?tagging` in the query).
+            let plain_get = req.method() == Method::GET && req.uri().query().is_none();
+            let opened = match (plain_get, &object) {
+                (true, Some(o)) => frames::object_file(&this.root, o).and_then(Opened::open),
+                _ => None,
+            };
+            let answer = this.inner.call(req.map(s3s::Body::from)).await?;
+            Ok(match opened {
+                Some(file) => in_large_frames(answer, file),
+                None => answer,
+            })
         })
     }
+}
+
+/// `answer` (to a GET of the object whose file is `file`) with its body
+/// read in large frames, if it is a success whose range it says; a `503`
+/// if the object was replaced while `s3s` answered (`frames.rs`).
+fn in_large_frames(answer: Response<s3s::Body>, file: Opened) -> Response<s3s::Body> {
+    let header = |name| {
+        answer
+            .headers()
+            .get(name)
+            .and_then(|v: &http::HeaderValue| v.to_str().ok())
+            .map(str::to_string)
+    };
+    let range = match answer.status() {
+        StatusCode::PARTIAL_CONTENT => header(http::header::CONTENT_RANGE)
+            .as_deref()
+            .and_then(frames::content_range),
+        StatusCode::OK => header(http::header::CONTENT_LENGTH)
+            .and_then(|v| v.parse().ok())
+            .map(|len| (0, len)),
+        _ => None,
+    };
+    let Some((first, len)) = range else {
+        return answer;
+    };
+    if !file.unchanged() {
+        return slow_down();
+    }
+    let (parts, _small_frames) = answer.into_parts();
+    Response::from_parts(parts, file.body(first, len))
 }

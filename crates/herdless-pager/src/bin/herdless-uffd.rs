@@ -62,13 +62,20 @@ struct Cli {
     #[arg(long, value_name = "N", default_value_t = 1)]
     handlers: usize,
     /// Write the pages faulted on, in first-touch order, to this trace
-    /// file when the VMM exits (record with --fault-around 4096).
+    /// file when the VMM exits (record with --fault-around 4096), and
+    /// their bytes, in that order, to TRACE.pages beside it (the trace's
+    /// pack).
     #[arg(long, value_name = "TRACE")]
     record: Option<PathBuf>,
     /// Install the pages of this trace in the background from the start,
-    /// demand faults first.
+    /// demand faults first; their bytes from the trace's pack TRACE.pages
+    /// when it is there and belongs to this trace and memory (a few large
+    /// reads or range GETs), else from the memory file.
     #[arg(long, value_name = "TRACE")]
     prefetch: Option<PathBuf>,
+    /// Neither write a pack with --record nor read one with --prefetch.
+    #[arg(long)]
+    no_pack: bool,
     /// Threads installing the --prefetch trace side by side (copying is
     /// CPU-bound in the kernel: up to one per CPU the handler may use).
     #[arg(long, value_name = "N", default_value_t = 1, requires = "prefetch")]
@@ -195,6 +202,7 @@ fn main() -> ExitCode {
         handlers: cli.handlers,
         record: cli.record,
         prefetch: cli.prefetch,
+        pack: !cli.no_pack,
         prefetch_threads: cli.prefetch_threads,
         copy_all: cli.copy_all,
         populate: match cli.populate {

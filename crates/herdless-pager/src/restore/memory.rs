@@ -42,15 +42,22 @@ impl MemorySource {
     /// so a missing object or refused credentials stop the restore here,
     /// before it listens).
     pub(crate) fn open(opts: &RestoreOptions) -> Result<Self, RestoreError> {
+        Self::open_at(&opts.memory_file, opts)
+    }
+
+    /// Opens the file or object at `path` as [`open`](Self::open) does
+    /// (also a trace's pack).
+    pub(crate) fn open_at(path: &Path, opts: &RestoreOptions) -> Result<Self, RestoreError> {
         #[cfg(feature = "object-store")]
-        if is_url(&opts.memory_file) {
-            let url = opts.memory_file.to_string_lossy();
+        if is_url(path) {
+            let url = path.to_string_lossy();
             return Ok(MemorySource::Object(crate::object::ObjectSource::open(
                 &url,
                 &opts.object,
             )?));
         }
-        FileSource::open(&opts.memory_file)
+        let _ = opts;
+        FileSource::open(path)
             .map(MemorySource::File)
             .map_err(|e| match e {
                 PagerError::SourceOpen { path, source } => {
@@ -58,6 +65,44 @@ impl MemorySource {
                 }
                 other => RestoreError::Pager(other),
             })
+    }
+
+    /// How `path`, opened as this source, is named in messages (an object
+    /// URL without credentials).
+    pub(crate) fn shown(&self, path: &Path) -> String {
+        match self {
+            MemorySource::File(_) => path.display().to_string(),
+            #[cfg(feature = "object-store")]
+            MemorySource::Object(o) => o.url().to_string(),
+        }
+    }
+
+    /// Reads `buf.len()` bytes at `offset` (an object: waiting for its
+    /// chunks).
+    pub(crate) fn read_at(&self, offset: u64, buf: &mut [u8]) -> std::io::Result<()> {
+        match self {
+            MemorySource::File(f) => f.read_at(offset, buf),
+            #[cfg(feature = "object-store")]
+            MemorySource::Object(o) => o.read_at(offset, buf),
+        }
+    }
+
+    /// The object's ETag, if this is an object whose store gives one.
+    pub(crate) fn etag(&self) -> Option<&str> {
+        match self {
+            MemorySource::File(_) => None,
+            #[cfg(feature = "object-store")]
+            MemorySource::Object(o) => o.etag(),
+        }
+    }
+
+    /// The object's chunk size (bytes per GET), if this is an object.
+    pub(crate) fn chunk_size(&self) -> Option<u64> {
+        match self {
+            MemorySource::File(_) => None,
+            #[cfg(feature = "object-store")]
+            MemorySource::Object(o) => Some(o.chunk_size()),
+        }
     }
 
     /// Bytes of memory.
@@ -102,6 +147,23 @@ impl MemorySource {
     }
 }
 
+/// Why opening a file or object failed, without its name, and whether
+/// because there is none.
+pub(crate) fn open_failure(e: &RestoreError) -> (bool, String) {
+    match e {
+        RestoreError::MemoryFile { source, .. } => (
+            source.kind() == std::io::ErrorKind::NotFound,
+            source.to_string(),
+        ),
+        #[cfg(feature = "object-store")]
+        RestoreError::Object(o) => (
+            matches!(o, crate::object::ObjectError::NotFound { .. }),
+            o.to_string(),
+        ),
+        other => (false, other.to_string()),
+    }
+}
+
 /// Reads the trace at `path` (a file, or an object URL).
 pub(crate) fn read_trace(path: &Path, opts: &RestoreOptions) -> Result<Trace, RestoreError> {
     #[cfg(feature = "object-store")]
@@ -117,13 +179,14 @@ pub(crate) fn read_trace(path: &Path, opts: &RestoreOptions) -> Result<Trace, Re
     Trace::read(path)
 }
 
-/// Writes a recorded trace's `text` to `path`, an object URL (one PUT).
+/// Writes `bytes` (a recorded trace, or its pack) to `path`, an object
+/// URL (one PUT).
 #[cfg(feature = "object-store")]
-pub(crate) fn write_trace_object(
+pub(crate) fn write_object(
     path: &Path,
-    text: String,
+    bytes: Vec<u8>,
     opts: &RestoreOptions,
 ) -> Result<(), RestoreError> {
-    crate::object::write_object(&path.to_string_lossy(), text.into_bytes(), &opts.object)?;
+    crate::object::write_object(&path.to_string_lossy(), bytes, &opts.object)?;
     Ok(())
 }

@@ -27,7 +27,9 @@ mod error;
 mod handoff;
 pub mod mappings;
 mod memory;
+mod options;
 mod output;
+pub mod pack;
 mod prefetch;
 mod server;
 mod signals;
@@ -37,16 +39,18 @@ pub mod trace;
 
 use std::os::unix::net::UnixListener;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 pub use error::{RestoreError, StoppedDuring};
 pub use handoff::{Peer, MAX_MESSAGE};
+pub use options::{Populate, RestoreOptions};
 pub use prefetch::CHUNK_PAGES;
 pub use summary::{Ending, RestoreSummary};
 pub use trace::{Run, Trace};
 
 use crate::pager::config;
-use crate::PagerError;
+use crate::{PageSource, PagerError};
 use memory::MemorySource;
 use signals::Signals;
 use socket_file::SocketFile;
@@ -81,145 +85,6 @@ pub const DEFAULT_SOCKET_MODE: u32 = 0o600;
 
 /// Bytes of the memory file read ahead between two looks for a signal.
 const READ_AHEAD_STEP: u64 = 64 << 20;
-
-/// What `herdless-uffd` is asked to do (its command line). Start from
-/// [`RestoreOptions::new`] and set what differs; [`Restore::bind`] checks
-/// it.
-///
-/// # Examples
-/// `herdless-uffd uffd.sock vm.mem --handlers 2 --fault-around 64K
-/// --prefetch vm.trace --stats-json restore.json`:
-/// ```
-/// use herdless_pager::restore::RestoreOptions;
-/// let opts = RestoreOptions {
-///     handlers: 2,
-///     fault_around: 64 << 10,
-///     prefetch: Some("vm.trace".into()),
-///     stats_json: Some("restore.json".into()),
-///     ..RestoreOptions::new("uffd.sock", "vm.mem")
-/// };
-/// assert!(!opts.copy_all && opts.record.is_none());
-/// ```
-#[derive(Clone, Debug)]
-pub struct RestoreOptions {
-    /// The socket to listen on (Firecracker's `mem_backend.backend_path`).
-    pub socket: PathBuf,
-    /// The snapshot's memory file, or (feature `object-store`) an object
-    /// URL: `s3://BUCKET/KEY`, `gs://`, `az://`, `http(s)://`, `file://`.
-    pub memory_file: PathBuf,
-    /// Fault-around window in bytes. Default one page: off, as
-    /// Firecracker's example handler, unlike a [`Pager`](crate::Pager)'s
-    /// 64 KiB (why: [`DEFAULT_FAULT_AROUND`](crate::DEFAULT_FAULT_AROUND)).
-    pub fault_around: usize,
-    /// Handler threads.
-    pub handlers: usize,
-    /// Write the pages faulted on, in first-touch order, to this trace.
-    pub record: Option<PathBuf>,
-    /// Prefetch the pages of this trace in the background.
-    pub prefetch: Option<PathBuf>,
-    /// Threads installing the trace side by side (page population is
-    /// CPU-bound in the kernel: one per CPU the handler may use).
-    pub prefetch_threads: usize,
-    /// Copy every page in the background from the handoff on, beside the
-    /// handlers (Firecracker's `fault_all_handler` copies everything before
-    /// it answers the first fault; here a fault waits at most for the run
-    /// in flight).
-    pub copy_all: bool,
-    /// What of the memory file to read into the page cache and map before
-    /// the VMM connects, so that no fill waits for the file
-    /// (`--prefetch` does it for its trace's pages and `--copy-all` for the
-    /// whole file anyway).
-    pub populate: Populate,
-    /// Write the figures as JSON to this file at the end.
-    pub stats_json: Option<PathBuf>,
-    /// Only a peer of this user id may connect.
-    pub allow_uid: Option<u32>,
-    /// Permission bits of the socket.
-    pub socket_mode: u32,
-    /// How long to wait for the VMM to connect (`None`: forever).
-    pub accept_timeout: Option<Duration>,
-    /// How long to wait for the handoff message once connected.
-    pub handoff_timeout: Duration,
-    /// Stop on `SIGINT` or `SIGTERM` at any stage, writing no output:
-    /// before serving, [`bind`](Restore::bind) or [`run`](Restore::run)
-    /// returns [`RestoreError::Stopped`]; once serving, `run` returns the
-    /// figures so far with [`Ending::Signal`]. Either way the socket is
-    /// removed. `bind` blocks the two signals in the calling thread (and
-    /// so in the threads it starts) for good, before it opens anything:
-    /// for the binary, whose process ends with the restore; a library
-    /// user handles its own signals.
-    pub stop_on_signals: bool,
-    /// Log nothing (connections, refusals, warnings) to standard error.
-    pub quiet: bool,
-    /// How an object URL is read (chunks, host cache, fetching); the
-    /// store's settings and credentials come from the environment.
-    #[cfg(feature = "object-store")]
-    pub object: crate::object::ObjectOptions,
-}
-
-impl RestoreOptions {
-    /// The defaults for `socket` and `memory_file`: fault-around off, one
-    /// handler, socket mode 0600, a 10 s handoff timeout, no accept
-    /// timeout, nothing recorded, prefetched or written, signals left
-    /// alone, warnings logged.
-    ///
-    /// # Examples
-    /// ```
-    /// use herdless_pager::restore::{Populate, RestoreOptions, DEFAULT_SOCKET_MODE};
-    /// let opts = RestoreOptions::new("/run/fc/uffd.sock", "/snapshots/vm.mem");
-    /// assert_eq!(opts.fault_around, rustix::param::page_size()); // off
-    /// assert_eq!((opts.handlers, opts.socket_mode), (1, DEFAULT_SOCKET_MODE));
-    /// assert_eq!(opts.populate, Populate::Nothing);
-    /// assert!(opts.accept_timeout.is_none() && !opts.stop_on_signals);
-    /// ```
-    pub fn new(socket: impl Into<PathBuf>, memory_file: impl Into<PathBuf>) -> Self {
-        RestoreOptions {
-            socket: socket.into(),
-            memory_file: memory_file.into(),
-            fault_around: rustix::param::page_size(),
-            handlers: 1,
-            record: None,
-            prefetch: None,
-            prefetch_threads: 1,
-            copy_all: false,
-            populate: Populate::Nothing,
-            stats_json: None,
-            allow_uid: None,
-            socket_mode: DEFAULT_SOCKET_MODE,
-            accept_timeout: None,
-            handoff_timeout: DEFAULT_HANDOFF_TIMEOUT,
-            stop_on_signals: false,
-            quiet: false,
-            #[cfg(feature = "object-store")]
-            object: crate::object::ObjectOptions::default(),
-        }
-    }
-}
-
-/// What of the memory file `herdless-uffd` maps before the VMM connects.
-///
-/// # Examples
-/// `--populate` and `--populate=vm.trace`:
-/// ```
-/// use herdless_pager::restore::{Populate, RestoreOptions};
-/// let all = RestoreOptions { populate: Populate::All, ..RestoreOptions::new("s", "vm.mem") };
-/// let ws = RestoreOptions {
-///     populate: Populate::Trace("vm.trace".into()),
-///     ..RestoreOptions::new("s", "vm.mem")
-/// };
-/// assert_ne!(all.populate, ws.populate);
-/// ```
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub enum Populate {
-    /// Nothing ahead: each page is read when first copied.
-    #[default]
-    Nothing,
-    /// The whole file, as Firecracker's example handlers do
-    /// (`MAP_POPULATE`).
-    All,
-    /// The pages of this working-set trace.
-    Trace(PathBuf),
-}
 
 /// Log lines on standard error, unless quiet.
 #[derive(Clone, Copy, Debug)]
@@ -288,8 +153,14 @@ pub struct Restore {
     object: Option<crate::object::ObjectSource>,
     file_len: u64,
     trace: Option<Trace>,
-    /// Where `--record` and `--stats-json` are written (checked).
+    /// The prefetch trace's pack, checked (taken by `run`).
+    pack: Option<pack::OpenPack>,
+    /// What the summary says of the pack.
+    pack_figures: Option<pack::PackFigures>,
+    /// Where `--record` (its trace and its pack) and `--stats-json` are
+    /// written (checked).
     record_to: Option<PathBuf>,
+    record_pack_to: Option<PathBuf>,
     stats_to: Option<PathBuf>,
     log: Log,
 }
@@ -382,12 +253,22 @@ impl Restore {
         }
         // Before the VMM connects: the pages that will be copied first.
         let log = Log { quiet: opts.quiet };
+        // The prefetch trace's pages come from its pack, if it has one
+        // that matches (`pack/`): fetched from now on, instead of the
+        // memory's chunks holding them.
+        let (pack, pack_figures) = match (&trace, &opts.prefetch) {
+            (Some(t), Some(path)) if opts.pack => {
+                open_pack(path, t, &source, &opts, log, signals.as_ref())?
+            }
+            _ => (None, None),
+        };
+        let from_memory = trace.as_ref().filter(|_| pack.is_none());
         // The whole file, or every page of the traces given (the prefetch
         // trace's pages are the ones the handlers copy first).
         let ahead: Vec<(u64, u64)> = if matches!(opts.populate, Populate::All) || opts.copy_all {
             vec![(0, file_len)]
         } else {
-            [trace.as_ref(), populate_trace.as_ref()]
+            [from_memory, populate_trace.as_ref()]
                 .into_iter()
                 .flatten()
                 .flat_map(|t| t.runs.iter())
@@ -411,6 +292,9 @@ impl Restore {
         // (An object URL has no file target: `check_outputs` left it out.)
         let file = |p: &Option<PathBuf>| p.as_ref().filter(|p| !memory::is_url(p)).is_some();
         let record_to = file(&opts.record).then(|| targets.next()).flatten();
+        let record_pack_to = (opts.pack && record_to.is_some())
+            .then(|| targets.next())
+            .flatten();
         let stats_to = file(&opts.stats_json).then(|| targets.next()).flatten();
         Ok(Restore {
             opts,
@@ -422,17 +306,24 @@ impl Restore {
             source: Some(source),
             file_len,
             trace,
+            pack,
+            pack_figures,
             record_to,
+            record_pack_to,
             stats_to,
             log,
         })
     }
 
     /// The outputs checked against the inputs and each other
-    /// (`output.rs`): the files to write, `--record`'s first.
+    /// (`output.rs`): the files to write, in this order: `--record`'s
+    /// trace and pack, `--stats-json`.
     fn check_outputs(opts: &RestoreOptions) -> Result<Vec<PathBuf>, RestoreError> {
+        let packs = |p: &Option<PathBuf>| p.as_deref().filter(|_| opts.pack).map(pack::path_for);
+        let (record_pack, prefetch_pack) = (packs(&opts.record), packs(&opts.prefetch));
         let outputs: Vec<output::Wanted<'_>> = [
             ("--record", opts.record.as_deref()),
+            ("--record's pages", record_pack.as_deref()),
             ("--stats-json", opts.stats_json.as_deref()),
         ]
         .into_iter()
@@ -444,6 +335,9 @@ impl Restore {
         ];
         if let Some(p) = &opts.prefetch {
             inputs.push(("the --prefetch trace", p));
+        }
+        if let Some(p) = &prefetch_pack {
+            inputs.push(("the --prefetch trace's pages", p));
         }
         if let Populate::Trace(p) = &opts.populate {
             inputs.push(("the --populate trace", p));
@@ -540,7 +434,63 @@ impl Restore {
             .source
             .take()
             .ok_or(RestoreError::ClosedBeforeHandoff)?;
-        server::serve(&mut self, stream, uffd, source, &mappings)
+        // The memory, shared: the handlers read it (behind the pack, if
+        // one is used), and `--record` packs the recorded pages from it.
+        let memory: Arc<dyn PageSource> = Arc::from(source.boxed());
+        let served: Box<dyn PageSource> = match self.pack.take() {
+            Some(p) => Box::new(p.into_source(Arc::clone(&memory))),
+            None => Box::new(Arc::clone(&memory)),
+        };
+        server::serve(&mut self, stream, uffd, served, memory, &mappings)
+    }
+}
+
+/// Opens the pack of the prefetch trace at `path` (`pack/`), reads it
+/// ahead (an object: queues its parts) and checks it against the memory;
+/// what the summary will say of it. A pack that is absent or refused is
+/// logged and not used (the prefetch reads the memory); only a signal is
+/// an error.
+fn open_pack(
+    path: &Path,
+    trace: &Trace,
+    memory: &MemorySource,
+    opts: &RestoreOptions,
+    log: Log,
+    signals: Option<&Signals>,
+) -> Result<(Option<pack::OpenPack>, Option<pack::PackFigures>), RestoreError> {
+    let not_used = |why: String, warning: bool| {
+        let warning = if warning { "warning: " } else { "" };
+        log.line(&format!(
+            "{warning}{why}: prefetching the trace's pages from the memory"
+        ));
+        Ok((
+            None,
+            Some(pack::PackFigures::not_used(&pack::path_for(path), why)),
+        ))
+    };
+    let mut opened = match pack::OpenPack::open(path, trace, opts) {
+        Ok(p) => p,
+        Err(pack::NotUsed::Absent(why)) => return not_used(why, false),
+        Err(pack::NotUsed::Refused(why)) => return not_used(why, true),
+    };
+    if let Err(e) = read_ahead(opened.bytes(), &[opened.data_range()], signals)? {
+        return not_used(
+            format!("the pack {}: cannot read it: {e}", opened.shown),
+            true,
+        );
+    }
+    match opened.bind_to(memory) {
+        Ok(()) => {
+            log.line(&format!(
+                "prefetching from the pack {} ({:.1} MiB; bound by {})",
+                opened.shown,
+                opened.data_range().1 as f64 / f64::from(1 << 20),
+                opened.bound_by
+            ));
+            let figures = opened.figures();
+            Ok((Some(opened), Some(figures)))
+        }
+        Err(why) => not_used(format!("the pack {}: {why}", opened.shown), true),
     }
 }
 

@@ -18,17 +18,16 @@ use rustix::io::Errno;
 
 use super::handoff::{self, Peer};
 use super::mappings::GuestMapping;
-use super::memory::MemorySource;
 use super::signals::Signals;
 use super::summary::{Ending, RestoreSummary};
 use super::trace::Trace;
-use super::{output, prefetch, Restore, RestoreError};
+use super::{output, pack, prefetch, Restore, RestoreError};
 use crate::handler::{DiscardFence, Plan, Shared};
 use crate::pager::fault_path::FaultPath;
 use crate::source::GuardedSource;
 use crate::space::{Space, Span};
 use crate::uffd::Uffd;
-use crate::HandlerMode;
+use crate::{HandlerMode, PageSource};
 
 /// Pages per `UFFDIO_COPY` when copying everything (`--copy-all`): 16 KiB
 /// with 4 KiB pages. A copy holds, for the whole ioctl, something the
@@ -66,12 +65,15 @@ struct Fill {
     yields_cpu: bool,
 }
 
-/// Serves `uffd` over `mappings` from `source` until the VMM goes away.
+/// Serves `uffd` over `mappings` from `source` (the memory, behind the
+/// prefetch trace's pack if one is used) until the VMM goes away;
+/// `--record` packs the recorded pages from `memory`.
 pub(super) fn serve(
     restore: &mut Restore,
     conn: UnixStream,
     uffd: Uffd,
-    source: MemorySource,
+    source: Box<dyn PageSource>,
+    memory: Arc<dyn PageSource>,
     mappings: &[GuestMapping],
 ) -> Result<RestoreSummary, RestoreError> {
     let started = Instant::now();
@@ -120,7 +122,7 @@ pub(super) fn serve(
     let path = FaultPath::new(
         uffd,
         space,
-        GuardedSource::new(source.boxed())?,
+        GuardedSource::new(source)?,
         DiscardFence::reads_exclusive(),
     )
     .window(opts.fault_around)
@@ -198,7 +200,7 @@ pub(super) fn serve(
         .map(|mut e| e.drain(..).map(|e| e.to_string()).collect())
         .unwrap_or_default();
     let recorded_pages = if write_outputs {
-        write_record(restore, &shared, &mut errors)
+        write_record(restore, &shared, &*memory, &mut errors)
     } else {
         0
     };
@@ -209,9 +211,24 @@ pub(super) fn serve(
         }
         o.stats()
     });
+    let pack = restore
+        .pack_figures
+        .as_ref()
+        .map(pack::PackFigures::summary);
+    if let Some(c) = restore
+        .pack_figures
+        .as_ref()
+        .and_then(|f| f.counters.as_ref())
+    {
+        let warnings = c.warnings.lock().map(|w| w.clone()).unwrap_or_default();
+        for w in warnings {
+            log.line(&format!("warning: {w}"));
+        }
+    }
     let mut summary = RestoreSummary {
         #[cfg(feature = "object-store")]
         object,
+        pack,
         stats,
         ending,
         served_for: started.elapsed(),
@@ -254,9 +271,18 @@ fn stop(shared: &Shared, handlers: Vec<JoinHandle<()>>, prefetchers: Vec<JoinHan
     }
 }
 
-/// Writes the working-set trace (`--record`), beside its target and
-/// renamed over it; the pages written.
-fn write_record(restore: &mut Restore, shared: &Shared, errors: &mut Vec<String>) -> u64 {
+/// Writes the working-set trace (`--record`) and, unless `--no-pack`,
+/// its pack (`TRACE.pages`, the recorded pages read from `memory`), each
+/// beside its target and renamed over it (or with one PUT each): the pack
+/// first, so that a trace never stands beside a pack of a later one it
+/// does not match (a reader refuses a pack of another trace anyway). The
+/// pages written.
+fn write_record(
+    restore: &mut Restore,
+    shared: &Shared,
+    memory: &dyn PageSource,
+    errors: &mut Vec<String>,
+) -> u64 {
     let Some(pages) = shared.record.as_ref() else {
         return 0;
     };
@@ -267,6 +293,37 @@ fn write_record(restore: &mut Restore, shared: &Shared, errors: &mut Vec<String>
             .iter()
             .map(|&p| (shared.space.source_offset(p), shared.page_size(p) as u64)),
     );
+    let log = restore.log;
+    let mut fail = |path: &std::path::Path, what: &str, e: String| {
+        let msg = format!("cannot write the {what} {}: {e}", path.display());
+        log.line(&msg);
+        errors.push(msg);
+    };
+    if let Some(url) = restore.opts.record.clone().filter(|_| restore.opts.pack) {
+        #[cfg(feature = "object-store")]
+        let etag = restore
+            .object
+            .as_ref()
+            .and_then(|o| o.etag().map(str::to_string));
+        #[cfg(not(feature = "object-store"))]
+        let etag: Option<String> = None;
+        let packed = pack::build(&trace, etag.as_deref(), |off, buf| memory.read_at(off, buf));
+        let written = match (packed, &restore.record_pack_to) {
+            (Err(e), _) => Err(e.to_string()),
+            (Ok(bytes), Some(target)) => {
+                output::write_beside(target, &bytes).map_err(|e| e.to_string())
+            }
+            #[cfg(feature = "object-store")]
+            (Ok(bytes), None) if super::memory::is_url(&url) => {
+                super::memory::write_object(&pack::path_for(&url), bytes, &restore.opts)
+                    .map_err(|e| e.to_string())
+            }
+            (Ok(_), None) => Ok(()),
+        };
+        if let Err(e) = written {
+            fail(&pack::path_for(&url), "pages file", e);
+        }
+    }
     let target = restore.record_to.take();
     let written = match (&target, restore.opts.record.as_ref()) {
         (Some(target), _) => output::write_beside(target, trace.to_text().as_bytes())
@@ -274,15 +331,13 @@ fn write_record(restore: &mut Restore, shared: &Shared, errors: &mut Vec<String>
         // An object URL: one PUT.
         #[cfg(feature = "object-store")]
         (None, Some(url)) if super::memory::is_url(url) => {
-            super::memory::write_trace_object(url, trace.to_text(), &restore.opts)
+            super::memory::write_object(url, trace.to_text().into_bytes(), &restore.opts)
                 .map_err(|e| (url.clone(), e.to_string()))
         }
         _ => Ok(()),
     };
     if let Err((path, e)) = written {
-        let msg = format!("cannot write the trace {}: {e}", path.display());
-        restore.log.line(&msg);
-        errors.push(msg);
+        fail(&path, "trace", e);
     }
     trace.pages()
 }

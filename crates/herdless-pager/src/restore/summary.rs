@@ -108,6 +108,9 @@ pub struct RestoreSummary {
     /// What the object source did, when serving an object URL.
     #[cfg(feature = "object-store")]
     pub object: Option<crate::object::ObjectStats>,
+    /// What the prefetch trace's pack did, or why it was not used (`None`:
+    /// no `--prefetch`, or packs turned off).
+    pub pack: Option<super::pack::PackSummary>,
 }
 
 impl RestoreSummary {
@@ -231,10 +234,15 @@ impl RestoreSummary {
         let object = self.object.as_ref().map(object_part).unwrap_or_default();
         #[cfg(not(feature = "object-store"))]
         let object = String::new();
+        let pack = self
+            .pack
+            .as_ref()
+            .map(|p| format!("{}; ", p.line()))
+            .unwrap_or_default();
         format!(
             "herdless-uffd: {} faults served, {} pages copied ({:.1} MiB; {} on demand, {} \
              fault-around, {} prefetched), {} zeroed, {} discarded, {} poisoned; fault latency \
-             p50 {}us p99 {}us; {}{} errors; {} after {:.1} s",
+             p50 {}us p99 {}us; {}{}{} errors; {} after {:.1} s",
             s.faults,
             self.pages_copied(),
             self.bytes_copied() as f64 / f64::from(1 << 20),
@@ -247,6 +255,7 @@ impl RestoreSummary {
             us(s.latency.p50),
             us(s.latency.p99),
             object,
+            pack,
             self.errors.len(),
             self.ending,
             self.served_for.as_secs_f64()
@@ -320,6 +329,7 @@ impl RestoreSummary {
             "recorded_pages": self.recorded_pages,
             "errors": self.errors,
             "object": self.object_json(),
+            "pack": self.pack.as_ref().map(super::pack::PackSummary::to_json),
         })
     }
 

@@ -97,3 +97,44 @@ pub trait PageSource: Send + Sync + 'static {
         len
     }
 }
+
+/// A shared source is a source: one [`Arc`](std::sync::Arc) for the pager
+/// and clones for whoever else reads it (every method is the inner
+/// source's own, [`memory`](PageSource::memory) included).
+///
+/// ```
+/// use std::sync::Arc;
+/// use herdless_pager::{MemSource, PageSource};
+/// let shared: Arc<dyn PageSource> = Arc::new(MemSource::new(vec![5u8; 8192]));
+/// let for_the_pager: Box<dyn PageSource> = Box::new(Arc::clone(&shared));
+/// let mut b = [0u8; 2];
+/// for_the_pager.read_at(100, &mut b)?;
+/// assert_eq!((b, shared.len()), ([5, 5], 8192));
+/// # Ok::<(), std::io::Error>(())
+/// ```
+impl<S: PageSource + ?Sized> PageSource for std::sync::Arc<S> {
+    fn len(&self) -> u64 {
+        (**self).len()
+    }
+    fn read_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<()> {
+        (**self).read_at(offset, buf)
+    }
+    fn read_nowait(&self, offset: u64, buf: &mut [u8]) -> io::Result<usize> {
+        (**self).read_nowait(offset, buf)
+    }
+    fn shared_memory(&self) -> Option<BorrowedFd<'_>> {
+        (**self).shared_memory()
+    }
+    fn memory(&self) -> Option<*const u8> {
+        (**self).memory()
+    }
+    fn may_touch_region(&self) -> bool {
+        (**self).may_touch_region()
+    }
+    fn wait_ready(&self, offset: u64, len: usize) {
+        (**self).wait_ready(offset, len);
+    }
+    fn resident(&self, offset: u64, len: usize) -> usize {
+        (**self).resident(offset, len)
+    }
+}

@@ -141,6 +141,9 @@ pub(super) fn trace_for(
     let mut opts = RestoreOptions::new(socket_path(), &snapshot.path);
     opts.handlers = handlers(p.threads);
     opts.record = Some(path.clone());
+    // The trace alone: the first table's `prefetch` reads the local file
+    // (the S3 table packs its own copy in the bucket, `s3.rs`).
+    opts.pack = false;
     restore(snapshot, opts, PAGE, runs, p.threads)?;
     traces.insert(key, path.clone());
     Ok(path)

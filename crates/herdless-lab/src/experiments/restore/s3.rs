@@ -5,9 +5,15 @@
 //! that adds a round trip of 0, 5 or 20 ms to every request. Rows: that
 //! latency; 4 workload threads, 4 handler threads. Variants:
 //! - `local-prefetch`: the first table's `prefetch`, from the local file;
-//! - `s3-prefetch` (after): the recorded working set prefetched from the
-//!   object (its chunks queued in trace order when the handler starts, 16
-//!   GETs at once), demand faults first; a cold host cache;
+//! - `s3-prefetch` (after): the recorded working set prefetched from its
+//!   pack (`TRACE.pages` beside the trace in the bucket: the working set's
+//!   pages in trace order, fetched in 2 MiB range GETs, 16 at once, from
+//!   when the handler starts), demand faults first; a cold host cache. The
+//!   trace and its pack are put in the bucket as `herdless-uffd --record
+//!   s3://…` writes them (the pack bound to the memory object by its ETag);
+//! - `s3-prefetch-no-pack`: the same with `--no-pack`: the memory's chunks
+//!   holding the working set, in trace order (with a working set scattered
+//!   over every chunk, the whole object);
 //! - `s3-on-demand`: faults only, 2 MiB chunks (a fault waits for its
 //!   chunk; the next faults in it find it here);
 //! - `s3-on-demand-4k` (before): faults only, 4 KiB range GETs (one GET
@@ -17,7 +23,8 @@
 //!   take minutes per repetition at 20 ms; its `gets` and `fetched_mib`
 //!   are multiplied by 16 too);
 //! - `s3-prefetch-4x`: four restores of the object at once (one workload
-//!   thread each), sharing one cold host cache.
+//!   thread each), sharing one cold host cache, with `--no-pack` (every
+//!   chunk of the memory is wanted: the sharing shows on all of them).
 //!
 //! Timed, as in the first table, from the handoff until every thread has
 //! touched its share; the handler's `HEAD` of the object comes before (a
@@ -25,22 +32,22 @@
 //! chunks of the trace start to be fetched when the handler starts,
 //! without waiting: here the VMM connects right after.
 //!
-//! Metrics besides `time_ms`: `gets`, range GETs the server answered;
-//! `gets_per_chunk`, of those, per distinct chunk (1: each fetched once on
-//! the host, however many restores); `fetched_mib`, bytes the restores
-//! fetched; `host_hits`, chunks they read from the host cache instead.
-//! Targets at 20 ms: `s3-prefetch/local-prefetch` ≤ 2;
-//! `s3-on-demand-4k/s3-on-demand` ≥ 10; and at every latency four
-//! restores fetch no more GETs per chunk than one
-//! (`s3-prefetch-4x/s3-prefetch` on `gets_per_chunk` ≤ 1).
+//! Metrics besides `time_ms`: `gets`, range GETs the server answered (of
+//! the memory and the pack); `gets_per_chunk`, of those, per distinct
+//! chunk (1: each fetched once on the host, however many restores);
+//! `fetched_mib`, bytes the restores fetched; `host_hits`, chunks they
+//! read from the host cache instead. Targets at 20 ms:
+//! `s3-prefetch/local-prefetch` ≤ 2; `s3-on-demand-4k/s3-on-demand` ≥ 10;
+//! and at every latency four restores fetch no more GETs per chunk than
+//! one (`s3-prefetch-4x/s3-prefetch-no-pack` on `gets_per_chunk` ≤ 1).
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
-use herdless_pager::object::ObjectOptions;
-use herdless_pager::restore::{RestoreOptions, RestoreSummary};
+use herdless_pager::object::{ObjectOptions, ObjectSource};
+use herdless_pager::restore::{pack, RestoreOptions, RestoreSummary, Trace};
 use herdless_s3d::{Credentials, S3Server};
 use serde::Serialize;
 
@@ -66,7 +73,7 @@ pub struct Params {
 #[derive(Clone, Copy, Debug)]
 enum How {
     LocalPrefetch,
-    Prefetch,
+    Prefetch { pack: bool },
     OnDemand { chunk: u64, sample: usize },
     PrefetchFour,
 }
@@ -112,7 +119,12 @@ pub(super) fn section() -> Section<Params> {
         measure,
         [
             ("local-prefetch", Role::Peer, How::LocalPrefetch),
-            ("s3-prefetch", Role::After, How::Prefetch),
+            ("s3-prefetch", Role::After, How::Prefetch { pack: true }),
+            (
+                "s3-prefetch-no-pack",
+                Role::Peer,
+                How::Prefetch { pack: false },
+            ),
             (
                 "s3-on-demand",
                 Role::Peer,
@@ -142,17 +154,20 @@ pub(super) fn section() -> Section<Params> {
             .at_least(10.0)
             .at_case("20 ms"),
     )
+    .ratio(Ratio::of("s3-prefetch-no-pack", "s3-prefetch").at_case("20 ms"))
     .ratio(
-        Ratio::of("s3-prefetch-4x", "s3-prefetch")
+        Ratio::of("s3-prefetch-4x", "s3-prefetch-no-pack")
             .on_metric("gets_per_chunk")
             .at_most(1.0),
     )
 }
 
-/// The lab's S3 server and the snapshots it holds (key by size).
+/// The lab's S3 server and the snapshots it holds (key by size), and
+/// the traces it holds with their packs (key by local trace).
 struct Store {
     server: S3Server,
     keys: HashMap<usize, String>,
+    traces: HashMap<PathBuf, String>,
 }
 
 /// The server's directory, removed when the lab exits.
@@ -183,6 +198,7 @@ fn store_with(snapshot: &Snapshot) -> Result<(&'static Mutex<Store>, String), La
             let _ = STORE.set(Mutex::new(Store {
                 server,
                 keys: HashMap::new(),
+                traces: HashMap::new(),
             }));
             STORE
                 .get()
@@ -206,6 +222,54 @@ fn store_with(snapshot: &Snapshot) -> Result<(&'static Mutex<Store>, String), La
         }
     };
     Ok((store, format!("s3://{BUCKET}/{key}")))
+}
+
+/// The URL of the trace at `local` in the bucket, beside the memory at
+/// `url`, with its pack, both stored as `herdless-uffd --record s3://…`
+/// writes them (the pack packed from the snapshot's bytes, bound to the
+/// memory object by the ETag the handler sees: `pack::build`); stored
+/// once.
+fn trace_in_store(
+    store: &mut Store,
+    snapshot: &Snapshot,
+    local: &Path,
+    url: &str,
+) -> Result<String, LabError> {
+    if let Some(t) = store.traces.get(local) {
+        return Ok(t.clone());
+    }
+    let key = format!("{}.trace", url.rsplit('/').next().unwrap_or_default());
+    let trace = Trace::read(local).map_err(|e| LabError::Sample(e.to_string()))?;
+    let opts = s3_options(&store.server, url, CHUNK, Path::new("/nonexistent"));
+    let etag = ObjectSource::open(
+        url,
+        &ObjectOptions {
+            cache_dir: None,
+            ..opts.object
+        },
+    )
+    .map_err(|e| LabError::Sample(format!("the memory object: {e}")))?
+    .etag()
+    .map(str::to_string);
+    let memory =
+        std::fs::read(&snapshot.path).map_err(|e| LabError::os("reading the snapshot", e))?;
+    let packed = pack::build(&trace, etag.as_deref(), |off, buf| {
+        let off = off as usize;
+        buf.copy_from_slice(&memory[off..off + buf.len()]);
+        Ok(())
+    })
+    .map_err(|e| LabError::os("packing the trace", e))?;
+    let put = |k: &str, bytes: Vec<u8>| {
+        store
+            .server
+            .put(BUCKET, k, bytes)
+            .map_err(|e| LabError::os("storing the trace in S3", e))
+    };
+    put(&format!("{key}.pages"), packed)?;
+    put(&key, trace.to_text().into_bytes())?;
+    let t = format!("s3://{BUCKET}/{key}");
+    store.traces.insert(local.to_path_buf(), t.clone());
+    Ok(t)
 }
 
 /// Restore options for `url` through the lab's server.
@@ -252,6 +316,7 @@ fn measure(how: How, case: &Case<Params>) -> Result<Sample, LabError> {
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
     if let How::LocalPrefetch = how {
         let mut opts = RestoreOptions::new(socket_path(), &snapshot.path);
+        opts.pack = false;
         opts.handlers = run::handlers(p.threads);
         opts.populate = herdless_pager::restore::Populate::Trace(trace.clone());
         opts.prefetch = Some(trace);
@@ -260,9 +325,10 @@ fn measure(how: How, case: &Case<Params>) -> Result<Sample, LabError> {
         return Ok(Sample::new().with("time_ms", r.time.as_secs_f64() * 1e3));
     }
     let (store, url) = store_with(&snapshot)?;
-    let store = store
+    let mut store = store
         .lock()
         .map_err(|_| LabError::Panicked("the S3 server".into()))?;
+    let s3_trace = trace_in_store(&mut store, &snapshot, &trace, &url)?;
     let server = &store.server;
     server.set_latency(Duration::from_millis(p.latency_ms));
     server.reset_counts();
@@ -272,12 +338,18 @@ fn measure(how: How, case: &Case<Params>) -> Result<Sample, LabError> {
     let result = (|| -> Result<(Duration, Vec<RestoreSummary>, u32), LabError> {
         match how {
             How::LocalPrefetch => unreachable!("measured above"),
-            How::Prefetch => {
+            How::Prefetch { pack } => {
                 let mut opts = s3_options(server, &url, CHUNK, cache);
                 opts.handlers = p.threads;
-                opts.prefetch = Some(trace);
+                opts.prefetch = Some(PathBuf::from(&s3_trace));
+                opts.pack = pack;
                 opts.prefetch_threads = cpus;
                 let r = run::restore(&snapshot, opts, PAGE, &runs, p.threads)?;
+                // Measured with its pack, or not at all.
+                let not_used = r.summary.pack.as_ref().and_then(|p| p.not_used.clone());
+                if let Some(why) = not_used.filter(|_| pack) {
+                    return Err(LabError::Sample(format!("the pack was not used: {why}")));
+                }
                 Ok((r.time, vec![r.summary], 1))
             }
             How::OnDemand { chunk, sample } => {
@@ -294,7 +366,8 @@ fn measure(how: How, case: &Case<Params>) -> Result<Sample, LabError> {
                         .map(|_| {
                             let mut opts = s3_options(server, &url, CHUNK, cache);
                             opts.handlers = 1;
-                            opts.prefetch = Some(trace.clone());
+                            opts.prefetch = Some(PathBuf::from(&s3_trace));
+                            opts.pack = false;
                             opts.prefetch_threads = 1;
                             let (snapshot, runs) = (&snapshot, &runs);
                             s.spawn(move || run::restore(snapshot, opts, PAGE, runs, 1))
@@ -325,10 +398,25 @@ fn measure(how: How, case: &Case<Params>) -> Result<Sample, LabError> {
     server.set_latency(Duration::ZERO);
     let (time, summaries, scale) = result?;
     let scale_f = f64::from(scale);
-    let counts = server.gets_of(BUCKET, url.rsplit('/').next().unwrap_or_default());
-    let gets: u64 = counts.values().sum();
-    let chunks = counts.len().max(1) as f64;
-    let object = summaries.iter().filter_map(|s| s.object.as_ref());
+    // The memory's range GETs and the pack's.
+    let pack_key = format!("{}.pages", s3_trace.rsplit('/').next().unwrap_or_default());
+    let (mut gets, mut chunks) = (0u64, 0usize);
+    for key in [
+        url.rsplit('/').next().unwrap_or_default(),
+        pack_key.as_str(),
+    ] {
+        let counts = server.gets_of(BUCKET, key);
+        gets += counts.values().sum::<u64>();
+        chunks += counts.len();
+    }
+    let chunks = chunks.max(1) as f64;
+    let packs = summaries
+        .iter()
+        .filter_map(|s| s.pack.as_ref().and_then(|p| p.object.as_ref()));
+    let object = summaries
+        .iter()
+        .filter_map(|s| s.object.as_ref())
+        .chain(packs);
     let (fetched, host_hits) = object.fold((0u64, 0u64), |(f, h), o| {
         (f + o.fetched_bytes, h + o.host_hits)
     });
