@@ -10,7 +10,8 @@
 #                                          OUT/<experiment>-<stats|nostats>.json and OUT/many-cores.txt
 #   scripts/many-cores.sh [OUT]            both, on this machine (OUT default target/many-cores-results)
 #
-# EXPERIMENTS (default "locks rwsem herd") picks the experiments; the run
+# EXPERIMENTS (default "locks rwsem herd async": the many-core targets of
+# issues 23 and 25) picks the experiments; the run
 # names the machine (cores, CPU model, kernel) in every table and file.
 # Afterwards, on any machine with the repository:
 #   cargo run --release -p herdless-lab -- render OUT/locks-nostats.json --report report/
@@ -20,7 +21,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 target=x86_64-unknown-linux-gnu
-experiments=${EXPERIMENTS:-locks rwsem herd}
+experiments=${EXPERIMENTS:-locks rwsem herd async}
 
 build() {
     local dir=$1
@@ -68,7 +69,7 @@ run)
     [ $# -eq 3 ] || { echo "usage: $0 run DIR OUT" >&2; exit 2; }
     run "$2" "$3"
     ;;
--h | --help) sed -n '2,20p' "$0"; exit 0 ;;
+-h | --help) sed -n '2,21p' "$0"; exit 0 ;;
 *)
     build target/many-cores
     run target/many-cores "${1:-target/many-cores-results}"
