@@ -69,7 +69,7 @@ run)
     [ $# -eq 3 ] || { echo "usage: $0 run DIR OUT" >&2; exit 2; }
     run "$2" "$3"
     ;;
--h | --help) sed -n '2,21p' "$0"; exit 0 ;;
+-h | --help) sed -n '2,20p' "$0"; exit 0 ;;
 *)
     build target/many-cores
     run target/many-cores "${1:-target/many-cores-results}"
