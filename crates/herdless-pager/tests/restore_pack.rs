@@ -49,6 +49,19 @@ fn restore_and_check(
     (read_json(stats), format!("{out}\n{err}"))
 }
 
+/// Touches the working set, in its order, in guest memory served by
+/// `handler` (a recording restore), then ends the VMM and the handler.
+fn touch_the_working_set(mem: &herdless_pager::vmm::GuestMemory, handler: Handler) {
+    let conn = mem.handoff(&handler.socket).unwrap();
+    let base = mem.regions()[0].base;
+    let mut buf = vec![0u8; PAGE];
+    for &p in &WS {
+        mem.read(base + p * PAGE, &mut buf).unwrap();
+    }
+    drop(conn);
+    handler.finish_ok();
+}
+
 /// An S3 world with the memory of `seed` stored, and a trace and its pack
 /// recorded into the bucket from it.
 fn recorded(name: &str, seed: u64) -> Option<(S3World, Vec<u8>)> {
@@ -65,14 +78,7 @@ fn recorded(name: &str, seed: u64) -> Option<(S3World, Vec<u8>)> {
         Path::new(URL),
         &["--chunk-size", "64K", "--no-cache", "--record", TRACE],
     );
-    let conn = mem.handoff(&handler.socket).unwrap();
-    let base = mem.regions()[0].base;
-    let mut buf = vec![0u8; PAGE];
-    for &p in &WS {
-        mem.read(base + p * PAGE, &mut buf).unwrap();
-    }
-    drop(conn);
-    handler.finish_ok();
+    touch_the_working_set(&mem, handler);
     Some((w, data))
 }
 
@@ -287,14 +293,7 @@ fn a_local_pack_is_written_by_record_and_bound_by_sampled_pages() {
         &memory,
         &["--record", trace.to_str().unwrap()],
     );
-    let conn = mem.handoff(&handler.socket).unwrap();
-    let base = mem.regions()[0].base;
-    let mut buf = vec![0u8; PAGE];
-    for &p in &WS {
-        mem.read(base + p * PAGE, &mut buf).unwrap();
-    }
-    drop(conn);
-    handler.finish_ok();
+    touch_the_working_set(&mem, handler);
     drop(mem);
     let pack = std::fs::read(path(&dir, "ws.trace.pages")).unwrap();
     let header = herdless_pager::restore::pack::PackHeader::parse(&pack).unwrap();

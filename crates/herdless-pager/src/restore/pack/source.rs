@@ -157,13 +157,16 @@ impl PackedSource {
         }
     }
 
-    /// `[offset, offset + len)` cut at the segments' edges.
-    fn pieces(&self, offset: u64, len: usize) -> Vec<Piece> {
+    /// `[offset, offset + len)` cut at the segments' edges, in order
+    /// (an iterator: no allocation on the fault path).
+    fn pieces(&self, offset: u64, len: usize) -> impl Iterator<Item = Piece> + '_ {
         let end = offset + len as u64;
         let mut i = self.index.partition_point(|s| s.mem + s.len <= offset);
         let mut at = offset;
-        let mut out = Vec::new();
-        while at < end {
+        std::iter::from_fn(move || {
+            if at >= end {
+                return None;
+            }
             let piece = match self.index.get(i) {
                 Some(s) if s.mem <= at => {
                     i += 1;
@@ -184,9 +187,8 @@ impl PackedSource {
                 }
             };
             at += piece.len as u64;
-            out.push(piece);
-        }
-        out
+            Some(piece)
+        })
     }
 
     /// The parts holding pack bytes `[at, at + len)`.
@@ -329,15 +331,12 @@ impl PageSource for PackedSource {
             let out = &mut buf[done..done + p.len];
             let got = match p.pack {
                 Some(at) => {
-                    let states: Vec<u8> = self
-                        .parts_of(at, p.len)
-                        .map(|n| self.parts[n].load(Relaxed))
-                        .collect();
-                    if states.iter().all(|&s| s == GOOD) {
+                    let state = |n: usize| self.parts[n].load(Relaxed);
+                    if self.parts_of(at, p.len).all(|n| state(n) == GOOD) {
                         let n = self.pack.read_nowait(at, out)?;
                         self.counters.served.fetch_add(n as u64, Relaxed);
                         n
-                    } else if states.contains(&BAD) {
+                    } else if self.parts_of(at, p.len).any(|n| state(n) == BAD) {
                         self.memory.read_nowait(p.mem, out)?
                     } else {
                         0
