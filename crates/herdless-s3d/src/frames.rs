@@ -12,7 +12,7 @@
 
 use std::fs::File;
 use std::io;
-use std::os::unix::fs::{FileExt, MetadataExt};
+use std::os::unix::fs::MetadataExt;
 use std::path::{Component, Path, PathBuf};
 use std::pin::Pin;
 use std::task::{Context, Poll};
@@ -71,8 +71,7 @@ impl Opened {
             let end = first + len;
             while at < end {
                 let n = (end - at).min(FRAME as u64) as usize;
-                let mut buf = vec![0u8; n];
-                let frame = file.read_exact_at(&mut buf, at).map(|()| Bytes::from(buf));
+                let frame = read_frame(&file, at, n);
                 let failed = frame.is_err();
                 // The client went away: stop reading.
                 if tx.blocking_send(frame).is_err() || failed {
@@ -87,6 +86,25 @@ impl Opened {
         };
         s3s::Body::from(Box::pin(frames) as s3s::stream::DynByteStream)
     }
+}
+
+/// `n` bytes of `file` from `at`, read into memory not zeroed first (a
+/// frame is written once, by the kernel).
+fn read_frame(file: &File, at: u64, n: usize) -> io::Result<Bytes> {
+    let mut buf: Vec<u8> = Vec::with_capacity(n);
+    while buf.len() < n {
+        let done = buf.len();
+        let spare = &mut buf.spare_capacity_mut()[..n - done];
+        let (got, _) = rustix::io::pread(file, spare, at + done as u64)?;
+        if got.is_empty() {
+            return Err(io::ErrorKind::UnexpectedEof.into());
+        }
+        let got = got.len();
+        // SAFETY: `pread` initialized the `got` bytes after the vector's
+        // length, inside its capacity.
+        unsafe { buf.set_len(done + got) };
+    }
+    Ok(Bytes::from(buf))
 }
 
 /// The `FIRST-LAST/TOTAL` of a `Content-Range: bytes FIRST-LAST/TOTAL`

@@ -108,7 +108,12 @@ impl Shared {
         let avail = self.available(off, bytes);
         let partial_end = avail < bytes || !avail.is_multiple_of(page);
         let Some(mem) = self.source.memory().filter(|_| !partial_end) else {
-            return self.fill_from_reads(first, n, ask, scratch);
+            // Bytes the source holds in memory for this run alone (an
+            // object's chunk, a pack's part): copied from there, whole.
+            return match self.source.memory_at(off, bytes).filter(|_| !partial_end) {
+                Some(src) => self.copy_from(first, n, ask, src, scratch),
+                None => self.fill_from_reads(first, n, ask, scratch),
+            };
         };
         let ready = match ask {
             Ask::Blocking | Ask::Prefetch => n,
@@ -122,8 +127,22 @@ impl Shared {
             return false;
         }
         // The source's own bytes, handed to the kernel (never read here).
-        let src = mem.wrapping_add(off as usize);
-        match self.copy_run(first, ready, first, ask, src) {
+        self.copy_from(first, ready, ask, mem.wrapping_add(off as usize), scratch)
+    }
+
+    /// Copies the claimed pages `[first, first + n)` from the source's
+    /// bytes at `src` (never read here); where the kernel cannot read them
+    /// (`EFAULT`: a mapped file that shrank), reads the rest instead. True
+    /// if a pending event deferred part of the run, as for `fill_run`.
+    fn copy_from(
+        &self,
+        first: usize,
+        n: usize,
+        ask: Ask,
+        src: *const u8,
+        scratch: &mut [u8],
+    ) -> bool {
+        match self.copy_run(first, n, first, ask, src) {
             Copied::Done | Copied::Stopped => false,
             Copied::Deferred => true,
             Copied::SourceFault { at } => {
@@ -137,7 +156,7 @@ impl Shared {
                 } else {
                     ask
                 };
-                self.fill_from_reads(at, first + ready - at, rest, scratch)
+                self.fill_from_reads(at, first + n - at, rest, scratch)
             }
         }
     }

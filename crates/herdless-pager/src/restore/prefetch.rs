@@ -20,6 +20,15 @@
 //! give way (a yield hands the CPU to whatever else the host runs, not to
 //! the handlers).
 //!
+//! # Ready first
+//! The plan is followed in order where the source has the bytes at once
+//! (a file). An object store's chunks arrive in any order: a range whose
+//! bytes are not here yet ([`PageSource::ready`](crate::PageSource::ready))
+//! is left for later, and the ranges after it that are ready are filled
+//! meanwhile; the next sweep over those left fills the ones that have
+//! arrived, and one that finds none waits for the first. So the copies
+//! keep pace with the fetches instead of waiting behind the slowest.
+//!
 //! # EEXIST and partial EAGAIN
 //! A copy that meets a present page stops there: the pages before it are
 //! published (partial `EAGAIN`), the present one is skipped (`EEXIST`: it
@@ -121,10 +130,7 @@ pub(crate) fn run(sh: &Shared, plan: &[Range<usize>], chunk: usize, lane: usize,
     let c = &sh.counters;
     for _pass in 0..PASSES {
         c.add(&c.prefetch_passes, 1);
-        for range in plan.iter().skip(lane).step_by(lanes.max(1)) {
-            if sh.stopping() {
-                return;
-            }
+        let mut fill = |range: Range<usize>| {
             let run_max = (chunk_bytes / sh.page_size(range.start)).max(1);
             let mut stalls = 0;
             let on_deferred = || {
@@ -139,13 +145,42 @@ pub(crate) fn run(sh: &Shared, plan: &[Range<usize>], chunk: usize, lane: usize,
                 }
                 stalls < STALLS
             };
-            sh.fill_pages(
-                range.clone(),
-                Ask::Prefetch,
-                run_max,
-                &mut scratch,
-                on_deferred,
-            );
+            sh.fill_pages(range, Ask::Prefetch, run_max, &mut scratch, on_deferred);
+        };
+        // Ready first (module doc): each sweep fills, in order, the ranges
+        // whose bytes are here and leaves the others for the next; a sweep
+        // that finds none waits for the first left. So there are at most
+        // as many sweeps as the source has arrivals (an object's chunks).
+        let ready = |r: &Range<usize>| {
+            let bytes = (r.end - r.start) * sh.page_size(r.start);
+            sh.source.ready(sh.space.source_offset(r.start), bytes)
+        };
+        let mut left: Vec<Range<usize>> = plan
+            .iter()
+            .skip(lane)
+            .step_by(lanes.max(1))
+            .cloned()
+            .collect();
+        while !left.is_empty() {
+            let before = left.len();
+            let mut stopped = false;
+            left.retain(|r| {
+                if stopped || sh.stopping() {
+                    stopped = true;
+                    return true;
+                }
+                let wait = !ready(r);
+                if !wait {
+                    fill(r.clone());
+                }
+                wait
+            });
+            if stopped {
+                return;
+            }
+            if left.len() == before {
+                fill(left.remove(0));
+            }
         }
         // Only this thread's ranges: the other lanes' threads see to theirs.
         let missing = plan

@@ -119,6 +119,20 @@ impl GuardedSource {
         let _ = guarded(|| self.inner.wait_ready(offset, len));
     }
 
+    /// See [`PageSource::memory_at`]; a panic means none.
+    pub(crate) fn memory_at(&self, offset: u64, len: usize) -> Option<*const u8> {
+        guarded(|| self.inner.memory_at(offset, len).map(|p| p as usize))
+            .ok()
+            .flatten()
+            .map(|a| a as *const u8)
+    }
+
+    /// See [`PageSource::ready`]; a panic says yes (the read that follows
+    /// reports the source's failure).
+    pub(crate) fn ready(&self, offset: u64, len: usize) -> bool {
+        guarded(|| self.inner.ready(offset, len)).unwrap_or(true)
+    }
+
     /// See [`PageSource::resident`]; clamped to `len`, 0 on a panic.
     pub(crate) fn resident(&self, offset: u64, len: usize) -> usize {
         guarded(|| self.inner.resident(offset, len)).map_or(0, |n| n.min(len))

@@ -47,4 +47,20 @@ impl PageSource for MemSource {
     fn memory(&self) -> Option<*const u8> {
         Some(self.bytes.as_ptr())
     }
+
+    fn with_bytes(&self, offset: u64, len: usize, f: &mut dyn FnMut(&[u8])) -> bool {
+        let Ok(start) = usize::try_from(offset) else {
+            return false;
+        };
+        match start
+            .checked_add(len)
+            .and_then(|end| self.bytes.get(start..end))
+        {
+            Some(b) => {
+                f(b);
+                true
+            }
+            None => false,
+        }
+    }
 }

@@ -89,6 +89,62 @@ pub trait PageSource: Send + Sync + 'static {
         let _ = (offset, len);
     }
 
+    /// The address of bytes `[offset, offset + len)` if the source holds
+    /// them, contiguous and ready, in this process's memory, where they
+    /// stay while the source lives (an object store's chunk once fetched, a
+    /// pack's part once checked): the pager then copies them to the guest
+    /// from there (`UFFDIO_COPY`), without reading them into a buffer
+    /// first. `None` (the default, unless [`memory`](PageSource::memory)
+    /// gives an address and the bytes are [`resident`](PageSource::resident))
+    /// makes the pager [`read`](PageSource::read_at) them. Asked without
+    /// blocking, after [`wait_ready`](PageSource::wait_ready); as for
+    /// `memory`, only the kernel reads through the address.
+    ///
+    /// ```
+    /// use herdless_pager::{MemSource, PageSource};
+    /// let src = MemSource::new(vec![7u8; 8192]);
+    /// let at = src.memory_at(4096, 4096).expect("a memory source's bytes are in memory");
+    /// assert_eq!(at, src.memory().unwrap().wrapping_add(4096));
+    /// ```
+    fn memory_at(&self, offset: u64, len: usize) -> Option<*const u8> {
+        let base = self.memory()?;
+        (self.resident(offset, len) >= len).then(|| base.wrapping_add(offset as usize))
+    }
+
+    /// Calls `f` with bytes `[offset, offset + len)`, in consecutive pieces
+    /// that together are the range, where the source holds all of them,
+    /// ready, in its own memory (not a mapped file, which may shrink under
+    /// a read); returns false without calling `f` otherwise (the default).
+    /// Lets a reader look at bytes without copying them: a pack checks its
+    /// parts' checksums with it.
+    ///
+    /// ```
+    /// use herdless_pager::{MemSource, PageSource};
+    /// let src = MemSource::new(vec![1u8; 8192]);
+    /// let mut sum = 0u64;
+    /// assert!(src.with_bytes(4096, 100, &mut |b| sum += b.iter().map(|&x| u64::from(x)).sum::<u64>()));
+    /// assert_eq!(sum, 100);
+    /// ```
+    fn with_bytes(&self, offset: u64, len: usize, f: &mut dyn FnMut(&[u8])) -> bool {
+        let _ = (offset, len, f);
+        false
+    }
+
+    /// Whether `[offset, offset + len)` can be read now without waiting
+    /// (or reading it would fail at once). A prefetch goes first to the
+    /// ranges that are ready, and waits only when none is: an object's
+    /// chunks arrive in any order. The default says yes (a file's or
+    /// memory's reads are short).
+    ///
+    /// ```
+    /// use herdless_pager::{MemSource, PageSource};
+    /// assert!(MemSource::new(vec![0u8; 4096]).ready(0, 4096));
+    /// ```
+    fn ready(&self, offset: u64, len: usize) -> bool {
+        let _ = (offset, len);
+        true
+    }
+
     /// With [`memory`](PageSource::memory): how many bytes from `offset`
     /// (page-aligned, at most `len`) can be copied from it without blocking
     /// (a file's pages in the page cache). The default says all of them.
@@ -136,5 +192,14 @@ impl<S: PageSource + ?Sized> PageSource for std::sync::Arc<S> {
     }
     fn resident(&self, offset: u64, len: usize) -> usize {
         (**self).resident(offset, len)
+    }
+    fn memory_at(&self, offset: u64, len: usize) -> Option<*const u8> {
+        (**self).memory_at(offset, len)
+    }
+    fn with_bytes(&self, offset: u64, len: usize, f: &mut dyn FnMut(&[u8])) -> bool {
+        (**self).with_bytes(offset, len, f)
+    }
+    fn ready(&self, offset: u64, len: usize) -> bool {
+        (**self).ready(offset, len)
     }
 }

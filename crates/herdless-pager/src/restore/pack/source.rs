@@ -228,16 +228,34 @@ impl PackedSource {
             _ => {}
         }
         let r = self.header.part(n);
-        let verdict = CHECKED_PART.with_borrow_mut(|buf| {
-            // A buffer of this thread's, kept: a fresh one per part would
-            // cost a page fault per page of it.
-            buf.resize((r.end - r.start) as usize, 0);
-            match self.pack.read_at(r.start, buf) {
-                Ok(()) if crc64(buf) == self.header.part_crcs[n] => Ok(()),
-                Ok(()) => Err("its checksum does not match (a corrupt pack)".to_string()),
-                Err(e) => Err(format!("it could not be read ({e})")),
+        // In place where the pack holds the part in memory (an object's
+        // chunks, once fetched: `wait_ready` fetches them); else read
+        // into a buffer.
+        self.pack.wait_ready(r.start, (r.end - r.start) as usize);
+        let mut digest = crc_fast::Digest::new(crc_fast::CrcAlgorithm::Crc64Nvme);
+        let in_place = self
+            .pack
+            .with_bytes(r.start, (r.end - r.start) as usize, &mut |b| {
+                digest.update(b);
+            });
+        let verdict = if in_place {
+            if digest.finalize() == self.header.part_crcs[n] {
+                Ok(())
+            } else {
+                Err("its checksum does not match (a corrupt pack)".to_string())
             }
-        });
+        } else {
+            CHECKED_PART.with_borrow_mut(|buf| {
+                // A buffer of this thread's, kept: a fresh one per part would
+                // cost a page fault per page of it.
+                buf.resize((r.end - r.start) as usize, 0);
+                match self.pack.read_at(r.start, buf) {
+                    Ok(()) if crc64(buf) == self.header.part_crcs[n] => Ok(()),
+                    Ok(()) => Err("its checksum does not match (a corrupt pack)".to_string()),
+                    Err(e) => Err(format!("it could not be read ({e})")),
+                }
+            })
+        };
         let state = if verdict.is_ok() { GOOD } else { BAD };
         // `failed` may have marked it meanwhile: whoever stores first
         // counts it.
@@ -320,6 +338,47 @@ impl PageSource for PackedSource {
                 Some(at) if self.servable(at, p.len) => {}
                 _ => self.memory.wait_ready(p.mem, p.len),
             }
+        }
+    }
+
+    /// Pack pieces whose parts are checked, or can be checked without
+    /// waiting (their bytes fetched); memory pieces the memory has ready.
+    fn ready(&self, offset: u64, len: usize) -> bool {
+        let len = len.min(self.len().saturating_sub(offset) as usize);
+        self.pieces(offset, len).all(|p| match p.pack {
+            Some(at) => self
+                .parts_of(at, p.len)
+                .all(|n| match self.parts[n].load(Relaxed) {
+                    GOOD => true,
+                    BAD => self.memory.ready(p.mem, p.len),
+                    _ => {
+                        let r = self.header.part(n);
+                        self.pack.ready(r.start, (r.end - r.start) as usize)
+                    }
+                }),
+            None => self.memory.ready(p.mem, p.len),
+        })
+    }
+
+    /// A range inside one segment of the pack whose parts are checked
+    /// good (`wait_ready` checked them), where the pack holds it in memory;
+    /// a range outside every segment where the memory does.
+    fn memory_at(&self, offset: u64, len: usize) -> Option<*const u8> {
+        let mut pieces = self.pieces(offset, len);
+        let p = pieces.next()?;
+        if pieces.next().is_some() {
+            return None;
+        }
+        match p.pack {
+            Some(at) => {
+                let good = self
+                    .parts_of(at, len)
+                    .all(|n| self.parts[n].load(Relaxed) == GOOD);
+                let m = self.pack.memory_at(at, len).filter(|_| good)?;
+                self.counters.served.fetch_add(len as u64, Relaxed);
+                Some(m)
+            }
+            None => self.memory.memory_at(p.mem, len),
         }
     }
 
@@ -417,6 +476,27 @@ mod tests {
         assert_eq!(src.counters.served.load(Relaxed), 4 * 4096);
         assert_eq!(src.read_nowait(0x9000, &mut buf[..8192]).unwrap(), 8192);
         assert_eq!(src.counters.parts_good.load(Relaxed), 1);
+    }
+
+    #[test]
+    fn a_range_of_one_checked_segment_is_copied_from_the_packs_own_bytes() {
+        let mem = memory(1 << 20);
+        let t = Trace::from_offsets(4096, mem.len() as u64, [0x9000, 0xa000, 0x2000]);
+        let src = packed(&mem, &t, None);
+        // Not checked yet: no address, though the bytes are there to check.
+        assert!(src.memory_at(0x9000, 8192).is_none());
+        assert!(src.ready(0x9000, 8192));
+        src.wait_ready(0x9000, 8192);
+        let at = src.memory_at(0x9000, 8192).expect("a checked part's bytes");
+        let pack_at = src.pack.memory().unwrap().wrapping_add(4096);
+        assert_eq!(at, pack_at, "the run's bytes where the pack holds them");
+        assert_eq!(src.counters.served.load(Relaxed), 8192);
+        // A range over a segment's edge, or partly outside the pack, is read.
+        assert!(src.memory_at(0x8000, 8192).is_none());
+        assert!(src.memory_at(0xa000, 8192).is_none());
+        // Outside every segment: the memory's own bytes.
+        let m = src.memory_at(0x40000, 4096).expect("the memory's bytes");
+        assert_eq!(m, src.memory.memory().unwrap().wrapping_add(0x40000));
     }
 
     #[test]

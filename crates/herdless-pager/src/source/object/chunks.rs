@@ -131,6 +131,11 @@ impl Chunks {
         }
     }
 
+    /// Whether chunk `i`'s fetch has ended (here, or failed for good).
+    pub(crate) fn settled(&self, i: usize) -> bool {
+        matches!(&*lock(&self.slots[i]), State::Ready(_) | State::Failed(_))
+    }
+
     /// Ends the fetch of chunk `i` (called once, by its owner) and wakes
     /// everyone waiting for it.
     pub(crate) fn complete(&self, i: usize, outcome: Result<Bytes, Failure>) {

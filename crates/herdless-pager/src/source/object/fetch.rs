@@ -36,9 +36,10 @@ use object_store::{GetOptions, GetRange};
 
 use super::chunks::Chunks;
 use super::error::ObjectError;
-use super::host_cache::HostCache;
+use super::host_cache::{HostCache, Lookup};
 use super::location::{redact, Location};
 use super::stats::Counters;
+use super::write_behind::WriteBehind;
 
 /// The longest pause between two tries of a GET.
 const MAX_BACKOFF: Duration = Duration::from_secs(2);
@@ -65,6 +66,8 @@ pub(crate) struct Core {
     pub(crate) etag: Option<String>,
     pub(crate) chunks: Chunks,
     pub(crate) cache: Option<HostCache>,
+    /// The host cache's writes, behind the fetches.
+    pub(crate) writes: WriteBehind,
     pub(crate) counters: Counters,
     pub(crate) queue: Mutex<Queue>,
     pub(crate) concurrency: usize,
@@ -120,58 +123,58 @@ impl Core {
             .complete(i, outcome.map_err(|m| redact(&m).into()));
     }
 
-    /// Chunk `i` from the host cache, or fetched (and then written there).
+    /// Chunk `i` from the host cache, or fetched (and then written there,
+    /// behind: this process's readers get the bytes as soon as the GET
+    /// ends).
     async fn load(self: &Arc<Self>, i: usize, prefetch: bool) -> Result<Bytes, ObjectError> {
         if self.cache.is_none() {
             return self.get(i, prefetch).await;
         }
         let want = (self.range(i).end - self.range(i).start) as usize;
-        if let Some(bytes) = self.cached(i, want).await {
-            self.counters.add(&self.counters.host_hits, 1);
-            return Ok(bytes);
-        }
-        let t0 = Instant::now();
         let patience = self.lock_patience;
-        let lock = self.on_cache(move |c| c.lock(i, patience)).await;
-        let lock = match lock {
-            Ok(Some(file)) => Some(file),
-            Ok(None) => {
+        let t0 = Instant::now();
+        // One trip to the blocking threads: look, lock, look again (another
+        // process may have fetched it while we waited for the lock).
+        let lock = match self
+            .on_cache(move |c| c.find_or_lock(i, want, patience))
+            .await
+        {
+            Ok(Lookup::Found(bytes)) => {
+                self.counters.add(&self.counters.host_hits, 1);
+                if t0.elapsed() > Duration::from_millis(1) {
+                    self.counters.add(&self.counters.host_lock_waits, 1);
+                }
+                return Ok(Bytes::from(bytes));
+            }
+            Ok(Lookup::Locked(file)) => Some(file),
+            Ok(Lookup::LockTimedOut) => {
                 self.counters.add(&self.counters.host_lock_timeouts, 1);
                 None
             }
             Err(e) => {
-                self.warn(format!("cannot lock chunk {i} in the host cache: {e}"));
+                self.warn(format!("cannot use chunk {i} of the host cache: {e}"));
                 None
             }
         };
-        // Another process may have fetched it while we waited for the lock.
-        if let Some(bytes) = self.cached(i, want).await {
-            self.counters.add(&self.counters.host_hits, 1);
-            if t0.elapsed() > Duration::from_millis(1) {
-                self.counters.add(&self.counters.host_lock_waits, 1);
-            }
-            return Ok(bytes);
-        }
         let bytes = self.get(i, prefetch).await?;
-        let written = bytes.clone();
-        if let Err(e) = self.on_cache(move |c| c.store(i, &written)).await {
-            self.counters.add(&self.counters.cache_write_errors, 1);
-            self.warn(format!("cannot write chunk {i} to the host cache: {e}"));
-        }
-        // Unlocked only now, after the rename: a waiter finds the chunk.
-        drop(lock);
+        self.write_behind(i, bytes.clone(), lock);
         Ok(bytes)
     }
 
-    /// Chunk `i` from the host cache, if it has it whole.
-    async fn cached(self: &Arc<Self>, i: usize, want: usize) -> Option<Bytes> {
-        match self.on_cache(move |c| c.read(i, want)).await {
-            Ok(found) => found.map(Bytes::from),
-            Err(e) => {
-                self.warn(format!("cannot read chunk {i} from the host cache: {e}"));
-                None
+    /// Writes chunk `i` to the host cache behind the fetches
+    /// (`write_behind.rs`), and only then unlocks it: another process
+    /// waiting for the lock finds the chunk whole.
+    fn write_behind(self: &Arc<Self>, i: usize, bytes: Bytes, lock: Option<std::fs::File>) {
+        let core = Arc::clone(self);
+        self.writes.queue(Box::new(move || {
+            if let Some(cache) = &core.cache
+                && let Err(e) = cache.store(i, &bytes)
+            {
+                core.counters.add(&core.counters.cache_write_errors, 1);
+                core.warn(format!("cannot write chunk {i} to the host cache: {e}"));
             }
-        }
+            drop(lock);
+        }));
     }
 
     /// Chunk `i` from the store: GETs until one succeeds, the failure is

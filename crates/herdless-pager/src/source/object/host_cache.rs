@@ -50,6 +50,16 @@ use rustix::fs::FlockOperation;
 /// deletes them.
 const STALE_TMP: Duration = Duration::from_secs(600);
 
+/// What [`HostCache::find_or_lock`] found.
+pub(crate) enum Lookup {
+    /// The chunk, whole.
+    Found(Vec<u8>),
+    /// Not there: this process holds its lock and fetches it.
+    Locked(File),
+    /// Not there, and another process held its lock past the patience.
+    LockTimedOut,
+}
+
 /// One object's chunks in the host cache.
 pub(crate) struct HostCache {
     /// The cache directory (all objects).
@@ -144,6 +154,26 @@ impl HostCache {
         // Least recently used: a hit is a use (best effort).
         let _ = f.set_modified(SystemTime::now());
         Ok(Some(bytes))
+    }
+
+    /// Chunk `i` if the cache has it; otherwise its lock, and the chunk if
+    /// the process that held the lock before wrote it meanwhile (module
+    /// doc: look, lock, look again).
+    pub(crate) fn find_or_lock(
+        &self,
+        i: usize,
+        len: usize,
+        patience: Duration,
+    ) -> io::Result<Lookup> {
+        if let Some(bytes) = self.read(i, len)? {
+            return Ok(Lookup::Found(bytes));
+        }
+        let lock = self.lock(i, patience)?;
+        // (A failure to read now is a miss: the lock is ours to fetch with.)
+        if let Ok(Some(bytes)) = self.read(i, len) {
+            return Ok(Lookup::Found(bytes));
+        }
+        Ok(lock.map_or(Lookup::LockTimedOut, Lookup::Locked))
     }
 
     /// Takes chunk `i`'s lock, waiting up to `patience` for another

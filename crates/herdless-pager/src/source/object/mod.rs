@@ -45,6 +45,7 @@ mod fetch;
 mod host_cache;
 mod location;
 mod stats;
+mod write_behind;
 
 use std::future::Future;
 use std::io;
@@ -156,14 +157,23 @@ pub fn default_cache_dir() -> PathBuf {
     std::env::temp_dir().join(format!("herdless-uffd-{}", uid.as_raw()))
 }
 
-/// The runtime a source owns; shut down (without waiting) when the last
-/// clone of the source goes.
-struct OwnedRuntime(Option<tokio::runtime::Runtime>);
+/// The runtime a source owns, shut down when the last clone of the source
+/// goes: its fetches are dropped, and the chunks fetched but not yet
+/// written to the host cache are waited for (a bounded time,
+/// `write_behind.rs`), so that the next restore of the object finds them.
+/// (Inside an async runtime, where nothing may block, it does not wait.)
+struct OwnedRuntime {
+    runtime: Option<tokio::runtime::Runtime>,
+    writes: Arc<write_behind::Pending>,
+}
 
 impl Drop for OwnedRuntime {
     fn drop(&mut self) {
-        if let Some(rt) = self.0.take() {
+        if let Some(rt) = self.runtime.take() {
             rt.shutdown_background();
+        }
+        if tokio::runtime::Handle::try_current().is_err() {
+            self.writes.wait_idle(write_behind::WRITES_BEHIND_PATIENCE);
         }
     }
 }
@@ -311,10 +321,15 @@ impl ObjectSource {
             backoff: opts.retry_backoff,
             lock_patience: opts.lock_patience,
             warnings: Mutex::new(Vec::new()),
+            writes: write_behind::WriteBehind::new(),
         };
+        let writes = core.writes.pending();
         Ok(ObjectSource {
             core: Arc::new(core),
-            _runtime: Arc::new(OwnedRuntime(Some(rt))),
+            _runtime: Arc::new(OwnedRuntime {
+                runtime: Some(rt),
+                writes,
+            }),
         })
     }
 
@@ -456,6 +471,66 @@ impl PageSource for ObjectSource {
         }
     }
 
+    /// Where the range lies in one chunk this process has: that chunk's
+    /// bytes, kept until the source is dropped (`Ready` is final).
+    fn memory_at(&self, offset: u64, len: usize) -> Option<*const u8> {
+        let cs = self.core.chunk_size;
+        let i = offset / cs;
+        let end = offset.checked_add(len as u64)?;
+        if len == 0 || end > self.core.len || (end - 1) / cs != i {
+            return None;
+        }
+        let bytes = self.core.chunks.peek(i as usize)?;
+        let at = (offset - i * cs) as usize;
+        (at + len <= bytes.len()).then(|| bytes[at..].as_ptr())
+    }
+
+    /// Every chunk of the range fetched (or failed for good).
+    fn ready(&self, offset: u64, len: usize) -> bool {
+        let end = offset.saturating_add(len as u64).min(self.core.len);
+        if offset >= end {
+            return true;
+        }
+        let cs = self.core.chunk_size;
+        ((offset / cs)..=((end - 1) / cs)).all(|i| self.core.chunks.settled(i as usize))
+    }
+
+    /// Every chunk of the range already here, or `f` is not called.
+    fn with_bytes(&self, offset: u64, len: usize, f: &mut dyn FnMut(&[u8])) -> bool {
+        let Some(end) = offset
+            .checked_add(len as u64)
+            .filter(|&e| e <= self.core.len)
+        else {
+            return false;
+        };
+        if len == 0 {
+            return true;
+        }
+        let cs = self.core.chunk_size;
+        let chunks: Option<Vec<Bytes>> = ((offset / cs)..=((end - 1) / cs))
+            .map(|i| self.core.chunks.peek(i as usize))
+            .collect();
+        let Some(chunks) = chunks else {
+            return false;
+        };
+        let pieces: Option<Vec<&[u8]>> = chunks
+            .iter()
+            .enumerate()
+            .map(|(k, bytes)| {
+                let start = (offset / cs + k as u64) * cs;
+                let (lo, hi) = (start.max(offset), end.min(start + bytes.len() as u64));
+                bytes.get((lo - start) as usize..(hi.max(lo) - start) as usize)
+            })
+            .collect();
+        match pieces {
+            Some(pieces) if pieces.iter().map(|p| p.len()).sum::<usize>() == len => {
+                pieces.into_iter().for_each(f);
+                true
+            }
+            _ => false,
+        }
+    }
+
     /// The prefix held by chunks this process already has.
     fn read_nowait(&self, offset: u64, buf: &mut [u8]) -> io::Result<usize> {
         let cs = self.core.chunk_size;
@@ -528,14 +603,18 @@ where
     F: Future<Output = Result<T, object_store::Error>> + Send + 'static,
 {
     let loc = Location::parse(url, &timeouts(opts))?;
-    let rt = OwnedRuntime(Some(runtime(1)?));
-    let handle =
-        rt.0.as_ref()
-            .map(|r| r.handle().clone())
-            .ok_or_else(|| ObjectError::Other {
-                url: loc.shown.clone(),
-                reason: "no runtime".into(),
-            })?;
+    let rt = OwnedRuntime {
+        runtime: Some(runtime(1)?),
+        writes: Arc::default(),
+    };
+    let handle = rt
+        .runtime
+        .as_ref()
+        .map(|r| r.handle().clone())
+        .ok_or_else(|| ObjectError::Other {
+            url: loc.shown.clone(),
+            reason: "no runtime".into(),
+        })?;
     match wait_on(&handle, request(Arc::clone(&loc.store), loc.path.clone())) {
         Some(Ok(v)) => Ok(v),
         Some(Err(e)) => Err(classify(&loc, None, e)),
