@@ -103,8 +103,6 @@ pub mod restore;
 mod source;
 mod space;
 mod stats;
-#[cfg(any(feature = "restore", feature = "object-store"))]
-mod thread_priority;
 mod uffd;
 #[cfg(feature = "test-vmm")]
 #[doc(hidden)]

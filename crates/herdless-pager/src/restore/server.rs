@@ -26,7 +26,6 @@ use crate::handler::{DiscardFence, Plan, Shared};
 use crate::pager::fault_path::FaultPath;
 use crate::source::GuardedSource;
 use crate::space::{Space, Span};
-use crate::thread_priority::lower_this_threads_priority;
 use crate::uffd::Uffd;
 use crate::{HandlerMode, PageSource};
 
@@ -250,6 +249,15 @@ pub(super) fn serve(
         }
     }
     Ok(summary)
+}
+
+/// Makes the calling thread `by` nicer (Linux's nice value is per thread;
+/// at most 19). Best effort: a thread that cannot change it runs as it is.
+fn lower_this_threads_priority(by: i32) {
+    let me = Some(rustix::thread::gettid());
+    if let Ok(now) = rustix::process::getpriority_process(me) {
+        let _ = rustix::process::setpriority_process(me, (now + by).min(19));
+    }
 }
 
 /// Tells the handlers and the prefetchers to stop, and joins them.

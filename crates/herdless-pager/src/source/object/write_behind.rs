@@ -1,10 +1,12 @@
 //! The host cache's writes, behind the fetches: a fetched chunk goes to
 //! this process's readers at once, and to the host cache (`host_cache.rs`)
-//! from one thread of the source's own, at the lowest priority (nice +19),
-//! so that writing it out never takes a CPU from a restore's fetches,
-//! checks and copies. The chunk's lock on the host stays held until its
-//! file is renamed into place: another process waiting for the chunk finds
-//! it whole.
+//! from one thread of the source's own, so that no reader waits for a
+//! chunk's file to be written. The chunk's lock on the host stays held
+//! until its file is renamed into place: another process waiting for the
+//! chunk finds it whole. The thread runs at the handlers' priority: at
+//! nice +19 it was no faster for one restore (lab, 2 cores, within the
+//! runs' spread), and on a busy host it could keep the other restores
+//! waiting on its locks.
 //!
 //! The last clone of the source to go waits for the writes queued (a
 //! bounded time, [`WRITES_BEHIND_PATIENCE`]), so that the next restore of
@@ -14,8 +16,6 @@
 use std::sync::mpsc::{self, Sender};
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::time::{Duration, Instant};
-
-use crate::thread_priority::lower_this_threads_priority;
 
 /// How long the last clone of a source waits for the writes still queued.
 pub(crate) const WRITES_BEHIND_PATIENCE: Duration = Duration::from_secs(5);
@@ -104,7 +104,6 @@ impl WriteBehind {
         std::thread::Builder::new()
             .name("herdless-cache".into())
             .spawn(move || {
-                lower_this_threads_priority(19);
                 for write in rx {
                     // A write that panics is a chunk not cached, and the
                     // thread goes on with the next.
