@@ -39,7 +39,7 @@ use super::error::ObjectError;
 use super::host_cache::{HostCache, Lookup};
 use super::location::{redact, Location};
 use super::stats::Counters;
-use super::write_behind::Pending;
+use super::write_behind::WriteBehind;
 
 /// The longest pause between two tries of a GET.
 const MAX_BACKOFF: Duration = Duration::from_secs(2);
@@ -67,7 +67,7 @@ pub(crate) struct Core {
     pub(crate) chunks: Chunks,
     pub(crate) cache: Option<HostCache>,
     /// The host cache's writes, behind the fetches.
-    pub(crate) writes: Arc<Pending>,
+    pub(crate) writes: WriteBehind,
     pub(crate) counters: Counters,
     pub(crate) queue: Mutex<Queue>,
     pub(crate) concurrency: usize,
@@ -166,7 +166,7 @@ impl Core {
     /// waiting for the lock finds the chunk whole.
     fn write_behind(self: &Arc<Self>, i: usize, bytes: Bytes, lock: Option<std::fs::File>) {
         let core = Arc::clone(self);
-        self.writes.start(&self.handle, move || {
+        self.writes.queue(Box::new(move || {
             if let Some(cache) = &core.cache
                 && let Err(e) = cache.store(i, &bytes)
             {
@@ -174,7 +174,7 @@ impl Core {
                 core.warn(format!("cannot write chunk {i} to the host cache: {e}"));
             }
             drop(lock);
-        });
+        }));
     }
 
     /// Chunk `i` from the store: GETs until one succeeds, the failure is

@@ -158,9 +158,9 @@ pub fn default_cache_dir() -> PathBuf {
 }
 
 /// The runtime a source owns, shut down when the last clone of the source
-/// goes: the chunks fetched but not yet written to the host cache are
-/// waited for (a bounded time, `write_behind.rs`), so that the next
-/// restore of the object finds them, and then its fetches are dropped.
+/// goes: its fetches are dropped, and the chunks fetched but not yet
+/// written to the host cache are waited for (a bounded time,
+/// `write_behind.rs`), so that the next restore of the object finds them.
 /// (Inside an async runtime, where nothing may block, it does not wait.)
 struct OwnedRuntime {
     runtime: Option<tokio::runtime::Runtime>,
@@ -169,11 +169,11 @@ struct OwnedRuntime {
 
 impl Drop for OwnedRuntime {
     fn drop(&mut self) {
-        if tokio::runtime::Handle::try_current().is_err() {
-            self.writes.wait_idle(write_behind::WRITES_BEHIND_PATIENCE);
-        }
         if let Some(rt) = self.runtime.take() {
             rt.shutdown_background();
+        }
+        if tokio::runtime::Handle::try_current().is_err() {
+            self.writes.wait_idle(write_behind::WRITES_BEHIND_PATIENCE);
         }
     }
 }
@@ -321,9 +321,9 @@ impl ObjectSource {
             backoff: opts.retry_backoff,
             lock_patience: opts.lock_patience,
             warnings: Mutex::new(Vec::new()),
-            writes: Arc::default(),
+            writes: write_behind::WriteBehind::new(),
         };
-        let writes = Arc::clone(&core.writes);
+        let writes = core.writes.pending();
         Ok(ObjectSource {
             core: Arc::new(core),
             _runtime: Arc::new(OwnedRuntime {
