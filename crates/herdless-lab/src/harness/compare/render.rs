@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 
 use super::{Comparison, Judgement, Row, SIGNIFICANCE};
 use crate::harness::format::{fmt_num, fmt_quotient, fmt_spread};
-use crate::harness::grid::grid_aligned;
+use crate::harness::grid::grid;
 use crate::harness::wrap::{para, WIDTH};
 
 /// The comparison as text.
@@ -78,7 +78,7 @@ pub fn render(c: &Comparison, all_metrics: bool) -> String {
                     ]
                 })
                 .collect();
-            out.push_str(&grid_aligned(&header, &rows, 2, WIDTH));
+            out.push_str(&grid(&header, &rows, 2, WIDTH));
         }
     }
     for (which, list) in [("A", &c.only_in_a), ("B", &c.only_in_b)] {
