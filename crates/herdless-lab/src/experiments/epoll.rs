@@ -20,7 +20,7 @@ use rustix::event::{epoll, eventfd, EventfdFlags};
 use rustix::fd::OwnedFd;
 use serde::Serialize;
 
-use crate::harness::gang::STACK_SIZE;
+use crate::harness::gang::{join_each, spawn_each};
 use crate::harness::patience::PATIENCE;
 use crate::harness::{
     Case, Experiment, LabError, Metric, PerSuite, Ratio, Role, Sample, Section, Variant,
@@ -110,25 +110,6 @@ pub fn experiment() -> Experiment {
     )
 }
 
-fn spawn_producers<'s, F>(
-    s: &'s thread::Scope<'s, '_>,
-    threads: usize,
-    write: F,
-) -> Result<Vec<thread::ScopedJoinHandle<'s, ()>>, LabError>
-where
-    F: Fn(usize) + Send + Sync + Copy + 's,
-{
-    (0..threads)
-        .map(|i| {
-            thread::Builder::new()
-                .name(format!("lab-producer-{i}"))
-                .stack_size(STACK_SIZE)
-                .spawn_scoped(s, move || write(i))
-                .map_err(|e| LabError::os(format!("spawning producer {i} of {threads}"), e))
-        })
-        .collect()
-}
-
 /// The consumer loop shared by both implementations: `wait_and_read`
 /// waits once and returns the units it read.
 fn consume(
@@ -171,7 +152,7 @@ fn measure(kind: ReadyListKind, case: &Case<Params>) -> Result<Sample, LabError>
     let (poller_ref, efds_ref) = (&poller, &efds);
     let start = Instant::now();
     let end = thread::scope(|s| -> Result<Instant, LabError> {
-        let producers = spawn_producers(s, threads, move |i| {
+        let producers = spawn_each(s, "producer", threads, move |i| {
             for _ in 0..events_per_thread {
                 // Never blocks: the counter cannot come near MAX.
                 let _ = efds_ref[i].write(1);
@@ -187,10 +168,7 @@ fn measure(kind: ReadyListKind, case: &Case<Params>) -> Result<Sample, LabError>
                 .map(|e| efds_ref[e.token as usize].try_read().unwrap_or(0))
                 .sum())
         });
-        for p in producers {
-            p.join()
-                .map_err(|_| LabError::Panicked("a producer".into()))?;
-        }
+        join_each(producers, "a producer")?;
         end
     })?;
     let secs = (end - start).as_secs_f64();
@@ -238,7 +216,7 @@ fn measure_kernel(case: &Case<Params>) -> Result<Sample, LabError> {
     let failed_writes = AtomicU64::new(0);
     let failed = &failed_writes;
     let end = thread::scope(|s| -> Result<Instant, LabError> {
-        let producers = spawn_producers(s, threads, move |i| {
+        let producers = spawn_each(s, "producer", threads, move |i| {
             for _ in 0..events_per_thread {
                 if rustix::io::write(&efds_ref[i], &1u64.to_ne_bytes()).is_err() {
                     failed.fetch_add(1, Ordering::Relaxed);
@@ -263,10 +241,7 @@ fn measure_kernel(case: &Case<Params>) -> Result<Sample, LabError> {
             }
             Ok(got)
         });
-        for p in producers {
-            p.join()
-                .map_err(|_| LabError::Panicked("a producer".into()))?;
-        }
+        join_each(producers, "a producer")?;
         end
     })?;
     if failed_writes.load(Ordering::Relaxed) > 0 {
