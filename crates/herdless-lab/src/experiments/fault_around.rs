@@ -120,7 +120,11 @@ fn section(title: &'static str, random: bool, quick: &[usize]) -> Section<Params
 /// (first page, length): its share in one run, or page by page shuffled.
 fn share(t: usize, threads: usize, pages: usize, random: bool) -> Vec<(usize, usize)> {
     let per = pages / threads;
-    let end = if t + 1 == threads { pages } else { (t + 1) * per };
+    let end = if t + 1 == threads {
+        pages
+    } else {
+        (t + 1) * per
+    };
     if !random {
         return vec![(t * per, end - t * per)];
     }

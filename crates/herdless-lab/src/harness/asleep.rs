@@ -33,10 +33,14 @@ fn read_status(tid: i32) -> Result<(char, u64), LabError> {
                 "reading thread {tid}'s status (did it exit before being woken?): {e}"
             ))
         })?;
-    let switches = status.voluntary_ctxt_switches.zip(status.nonvoluntary_ctxt_switches);
+    let switches = status
+        .voluntary_ctxt_switches
+        .zip(status.nonvoluntary_ctxt_switches);
     match (status.state.chars().next(), switches) {
         (Some(state), Some((v, n))) => Ok((state, v + n)),
-        _ => Err(LabError::Sample(format!("thread {tid}'s status lacks its state or switches"))),
+        _ => Err(LabError::Sample(format!(
+            "thread {tid}'s status lacks its state or switches"
+        ))),
     }
 }
 

@@ -139,7 +139,11 @@ impl CpuTimes {
     /// steal (guest time is already inside user and nice).
     pub fn now() -> Option<CpuTimes> {
         let t = procfs::KernelStats::current().ok()?.total;
-        let (irq, softirq, steal) = (t.irq.unwrap_or(0), t.softirq.unwrap_or(0), t.steal.unwrap_or(0));
+        let (irq, softirq, steal) = (
+            t.irq.unwrap_or(0),
+            t.softirq.unwrap_or(0),
+            t.steal.unwrap_or(0),
+        );
         let busy = t.user + t.nice + t.system + irq + softirq;
         let hz = procfs::ticks_per_second() as f64;
         Some(CpuTimes {
@@ -199,10 +203,7 @@ mod tests {
     fn the_load_average_is_read_and_judged_busy_from_half_the_cores() {
         let l = LoadAverage::now().expect("/proc/loadavg is readable");
         assert!(l.one >= 0.0 && l.five >= 0.0 && l.fifteen >= 0.0);
-        let busy = LoadAverage {
-            one: 1.0,
-            ..l
-        };
+        let busy = LoadAverage { one: 1.0, ..l };
         assert!(busy.is_busy(2) && !busy.is_busy(16));
     }
 

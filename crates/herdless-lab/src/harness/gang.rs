@@ -137,10 +137,12 @@ pub fn spawn_each<'s, T: Send + 's>(
 }
 
 /// Joins `handles`; a thread that panicked is an error naming it `what`.
-pub fn join_each<T>(handles: Vec<thread::ScopedJoinHandle<'_, T>>, what: &str) -> Result<(), LabError> {
+pub fn join_each<T>(
+    handles: Vec<thread::ScopedJoinHandle<'_, T>>,
+    what: &str,
+) -> Result<(), LabError> {
     for h in handles {
-        h.join()
-            .map_err(|_| LabError::Panicked(what.to_string()))?;
+        h.join().map_err(|_| LabError::Panicked(what.to_string()))?;
     }
     Ok(())
 }

@@ -33,7 +33,10 @@ pub fn grid(header: &[String], rows: &[Vec<String>], left: usize, max_width: usi
             column.set_cell_alignment(CellAlignment::Right);
         }
     }
-    table.lines().map(|l| l.trim_end().to_string() + "\n").collect()
+    table
+        .lines()
+        .map(|l| l.trim_end().to_string() + "\n")
+        .collect()
 }
 
 #[cfg(test)]
@@ -47,7 +50,12 @@ mod tests {
 
     #[test]
     fn columns_align_under_the_widest_cell() {
-        let text = grid(&strings(&["n", "value"]), &[strings(&["512", "1.5"])], 1, 100);
+        let text = grid(
+            &strings(&["n", "value"]),
+            &[strings(&["512", "1.5"])],
+            1,
+            100,
+        );
         assert_eq!(text, "n    value\n--- ------\n512    1.5\n");
     }
 

@@ -32,7 +32,10 @@ impl Machine {
         let cpuinfo = procfs::CpuInfo::current().ok();
         let cpu_model = cpuinfo
             .as_ref()
-            .and_then(|c| c.model_name(0).or(c.fields.get("Model").map(String::as_str)))
+            .and_then(|c| {
+                c.model_name(0)
+                    .or(c.fields.get("Model").map(String::as_str))
+            })
             .or_else(|| cpuinfo.as_ref()?.get_field(0, "CPU part"))
             .unwrap_or("unknown")
             .to_string();

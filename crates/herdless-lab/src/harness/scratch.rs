@@ -8,10 +8,10 @@
 //! removed when dropped.
 
 use std::collections::HashMap;
-use std::hash::Hash;
 use std::fs::File;
-use std::path::{Path, PathBuf};
+use std::hash::Hash;
 use std::io::Write;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use tempfile::TempDir;

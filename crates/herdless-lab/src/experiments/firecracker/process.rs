@@ -90,7 +90,13 @@ impl Process {
     /// The bytes its `read`-family system calls returned so far (`rchar`
     /// in `/proc/PID/io`), while it runs.
     pub(crate) fn bytes_read(&self) -> Option<u64> {
-        Some(procfs::process::Process::new(self.pid() as i32).ok()?.io().ok()?.rchar)
+        Some(
+            procfs::process::Process::new(self.pid() as i32)
+                .ok()?
+                .io()
+                .ok()?
+                .rchar,
+        )
     }
 
     /// Kills it (if still running) and reaps it.

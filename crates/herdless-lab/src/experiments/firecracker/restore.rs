@@ -161,7 +161,8 @@ fn trace_of(
             scratch.path().join("stats.json"),
         );
         let mut run = herdless_uffd(tools, stats);
-        run.args.splice(0..0, ["--record".into(), trace.clone().into()]);
+        run.args
+            .splice(0..0, ["--record".into(), trace.clone().into()]);
         restore(tools, snap, pages, p, &scratch, Some(run))?;
         let bytes = std::fs::read(&trace).map_err(|e| LabError::File {
             path: trace,

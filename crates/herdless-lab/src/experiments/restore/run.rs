@@ -77,10 +77,7 @@ pub(super) fn restore(
         let time = t0.elapsed();
         drop(conn); // the VMM exits: the server returns its summary
         for (t, share) in shares.iter().enumerate() {
-            let (got, want) = (
-                sums[t].load(Ordering::Relaxed),
-                snapshot.sum(share),
-            );
+            let (got, want) = (sums[t].load(Ordering::Relaxed), snapshot.sum(share));
             if got != want {
                 return Err(LabError::Sample(format!(
                     "thread {t} summed {got:#x}, the snapshot's pages sum to {want:#x}: a page \

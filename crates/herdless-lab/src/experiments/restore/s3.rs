@@ -88,7 +88,13 @@ fn cases(snapshot_mib: usize, latencies: &[u64]) -> Vec<Case<Params>> {
         threads: 4,
     };
     Case::list(latencies, |latency_ms| {
-        (format!("{latency_ms} ms"), Params { restore, latency_ms })
+        (
+            format!("{latency_ms} ms"),
+            Params {
+                restore,
+                latency_ms,
+            },
+        )
     })
 }
 
