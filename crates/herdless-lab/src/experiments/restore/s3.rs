@@ -276,21 +276,9 @@ fn trace_in_store(
 /// Restore options for `url` through the lab's server.
 fn s3_options(server: &S3Server, url: &str, chunk: u64, cache: &Path) -> RestoreOptions {
     let mut opts = RestoreOptions::new(socket_path(), url);
-    let config = server
-        .env()
-        .into_iter()
-        .filter_map(|(k, v)| {
-            let key = match k {
-                "AWS_ENDPOINT_URL" => "aws_endpoint",
-                "AWS_ALLOW_HTTP" => "aws_allow_http",
-                "AWS_REGION" => "aws_region",
-                "AWS_ACCESS_KEY_ID" => "aws_access_key_id",
-                "AWS_SECRET_ACCESS_KEY" => "aws_secret_access_key",
-                _ => return None,
-            };
-            Some((key.to_string(), v))
-        })
-        .collect();
+    // The server's `AWS_*` variables, as object_store's keys.
+    let config = server.env().into_iter();
+    let config = config.map(|(k, v)| (k.to_ascii_lowercase(), v)).collect();
     opts.object = ObjectOptions {
         chunk_size: chunk,
         cache_dir: Some(cache.to_path_buf()),
