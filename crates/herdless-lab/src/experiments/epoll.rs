@@ -20,7 +20,7 @@ use rustix::event::{epoll, eventfd, EventfdFlags};
 use rustix::fd::OwnedFd;
 use serde::Serialize;
 
-use crate::harness::gang::STACK_SIZE;
+use crate::harness::gang::{join_each, spawn_each};
 use crate::harness::patience::PATIENCE;
 use crate::harness::{
     Case, Experiment, LabError, Metric, PerSuite, Ratio, Role, Sample, Section, Variant,
@@ -110,90 +110,80 @@ pub fn experiment() -> Experiment {
     )
 }
 
-fn spawn_producers<'s, F>(
-    s: &'s thread::Scope<'s, '_>,
-    threads: usize,
-    write: F,
-) -> Result<Vec<thread::ScopedJoinHandle<'s, ()>>, LabError>
-where
-    F: Fn(usize) + Send + Sync + Copy + 's,
-{
-    (0..threads)
-        .map(|i| {
-            thread::Builder::new()
-                .name(format!("lab-producer-{i}"))
-                .stack_size(STACK_SIZE)
-                .spawn_scoped(s, move || write(i))
-                .map_err(|e| LabError::os(format!("spawning producer {i} of {threads}"), e))
-        })
-        .collect()
-}
-
-/// The consumer loop shared by both implementations: `wait_and_read`
-/// waits once and returns the units it read.
-fn consume(
-    total: u64,
+/// The stress shape, the same for every variant: `threads` producers each
+/// `write(i)` E times (a failed write fails the run), and this thread
+/// consumes with `wait_and_read` (waits once, returns the units it read)
+/// until it has every event; the seconds from the start to the last one.
+fn stress(
+    p: Params,
+    write: impl Fn(usize) -> bool + Sync,
     mut wait_and_read: impl FnMut() -> Result<u64, LabError>,
-) -> Result<Instant, LabError> {
-    let mut received = 0;
-    let mut progress = Instant::now();
-    while received < total {
-        let got = wait_and_read()?;
-        if got > 0 {
-            received += got;
-            progress = Instant::now();
-        } else if progress.elapsed() > PATIENCE {
-            return Err(LabError::Stuck {
-                what: format!("{received} of {total} events received"),
-                after: PATIENCE,
-            });
+) -> Result<f64, LabError> {
+    let total = p.threads as u64 * p.events_per_thread;
+    let failed = AtomicU64::new(0);
+    let (write, failed_ref) = (&write, &failed);
+    let start = Instant::now();
+    let (received, end) = thread::scope(|s| -> Result<(u64, Instant), LabError> {
+        let producers = spawn_each(s, "producer", p.threads, move |i| {
+            for _ in 0..p.events_per_thread {
+                if !write(i) {
+                    failed_ref.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+        })?;
+        let mut received = 0;
+        let mut progress = Instant::now();
+        while received < total {
+            let got = wait_and_read()?;
+            if got > 0 {
+                received += got;
+                progress = Instant::now();
+            } else if progress.elapsed() > PATIENCE {
+                return Err(LabError::Stuck {
+                    what: format!("{received} of {total} events received"),
+                    after: PATIENCE,
+                });
+            }
         }
+        let end = Instant::now();
+        join_each(producers, "a producer")?;
+        Ok((received, end))
+    })?;
+    let secs = (end - start).as_secs_f64();
+    if received != total || failed.load(Ordering::Relaxed) > 0 {
+        return Err(LabError::Sample(format!(
+            "{received} of {total} events, {} writes failed",
+            failed.load(Ordering::Relaxed)
+        )));
     }
-    if received != total {
-        return Err(LabError::Sample(format!("{received} of {total} events")));
-    }
-    Ok(Instant::now())
+    Ok(secs)
 }
 
 fn measure(kind: ReadyListKind, case: &Case<Params>) -> Result<Sample, LabError> {
-    let Params {
-        threads,
-        events_per_thread,
-    } = case.params;
-    let total = threads as u64 * events_per_thread;
+    let p = case.params;
+    let total = p.threads as u64 * p.events_per_thread;
     let poller = EventPoll::with_kind(kind);
-    let efds: Vec<Arc<EventFd>> = (0..threads).map(|_| Arc::new(EventFd::new())).collect();
+    let efds: Vec<Arc<EventFd>> = (0..p.threads).map(|_| Arc::new(EventFd::new())).collect();
     for (i, efd) in efds.iter().enumerate() {
         poller
             .add(efd.clone(), i as u64, Readiness::READABLE, Trigger::Edge)
             .map_err(|e| LabError::Sample(e.to_string()))?;
     }
-    let (poller_ref, efds_ref) = (&poller, &efds);
-    let start = Instant::now();
-    let end = thread::scope(|s| -> Result<Instant, LabError> {
-        let producers = spawn_producers(s, threads, move |i| {
-            for _ in 0..events_per_thread {
-                // Never blocks: the counter cannot come near MAX.
-                let _ = efds_ref[i].write(1);
-            }
-        })?;
-        let mut events = Vec::with_capacity(threads);
-        let end = consume(total, || {
-            poller_ref
-                .wait(&mut events, threads, WAIT)
+    let mut events = Vec::with_capacity(p.threads);
+    // A write never blocks: the counter cannot come near MAX.
+    let secs = stress(
+        p,
+        |i| efds[i].write(1).is_ok(),
+        || {
+            poller
+                .wait(&mut events, p.threads, WAIT)
                 .map_err(|e| LabError::Sample(e.to_string()))?;
             Ok(events
                 .iter()
-                .map(|e| efds_ref[e.token as usize].try_read().unwrap_or(0))
+                .map(|e| efds[e.token as usize].try_read().unwrap_or(0))
                 .sum())
-        });
-        for p in producers {
-            p.join()
-                .map_err(|_| LabError::Panicked("a producer".into()))?;
-        }
-        end
-    })?;
-    let secs = (end - start).as_secs_f64();
+        },
+    )?;
     let stats = poller.stats();
     let per_k = |n: u64| n as f64 * 1000.0 / total as f64;
     Ok(Sample::new()
@@ -210,13 +200,10 @@ fn os(what: &str) -> impl Fn(rustix::io::Errno) -> LabError + '_ {
 }
 
 fn measure_kernel(case: &Case<Params>) -> Result<Sample, LabError> {
-    let Params {
-        threads,
-        events_per_thread,
-    } = case.params;
-    let total = threads as u64 * events_per_thread;
+    let p = case.params;
+    let total = p.threads as u64 * p.events_per_thread;
     let ep = epoll::create(epoll::CreateFlags::CLOEXEC).map_err(os("epoll_create"))?;
-    let efds: Vec<OwnedFd> = (0..threads)
+    let efds: Vec<OwnedFd> = (0..p.threads)
         .map(|_| eventfd(0, EventfdFlags::CLOEXEC | EventfdFlags::NONBLOCK))
         .collect::<Result<_, _>>()
         .map_err(os("eventfd"))?;
@@ -229,50 +216,25 @@ fn measure_kernel(case: &Case<Params>) -> Result<Sample, LabError> {
         )
         .map_err(os("epoll_ctl"))?;
     }
-    let (ep_ref, efds_ref) = (&ep, &efds);
     let timeout = rustix::time::Timespec {
         tv_sec: 0,
         tv_nsec: WAIT.as_nanos() as _,
     };
-    let start = Instant::now();
-    let failed_writes = AtomicU64::new(0);
-    let failed = &failed_writes;
-    let end = thread::scope(|s| -> Result<Instant, LabError> {
-        let producers = spawn_producers(s, threads, move |i| {
-            for _ in 0..events_per_thread {
-                if rustix::io::write(&efds_ref[i], &1u64.to_ne_bytes()).is_err() {
-                    failed.fetch_add(1, Ordering::Relaxed);
-                }
+    let mut events: Vec<epoll::Event> = Vec::with_capacity(p.threads);
+    let write = |i: usize| rustix::io::write(&efds[i], &1u64.to_ne_bytes()).is_ok();
+    let secs = stress(p, write, || {
+        events.clear();
+        let spare = rustix::buffer::spare_capacity(&mut events);
+        epoll::wait(&ep, spare, Some(&timeout)).map_err(os("epoll_wait"))?;
+        let mut got = 0;
+        for e in &events {
+            let mut buf = [0u8; 8];
+            if let Ok(8) = rustix::io::read(&efds[e.data.u64() as usize], &mut buf) {
+                got += u64::from_ne_bytes(buf);
             }
-        })?;
-        let mut events: Vec<epoll::Event> = Vec::with_capacity(threads);
-        let end = consume(total, || {
-            events.clear();
-            epoll::wait(
-                ep_ref,
-                rustix::buffer::spare_capacity(&mut events),
-                Some(&timeout),
-            )
-            .map_err(os("epoll_wait"))?;
-            let mut got = 0;
-            for e in &events {
-                let mut buf = [0u8; 8];
-                if let Ok(8) = rustix::io::read(&efds_ref[e.data.u64() as usize], &mut buf) {
-                    got += u64::from_ne_bytes(buf);
-                }
-            }
-            Ok(got)
-        });
-        for p in producers {
-            p.join()
-                .map_err(|_| LabError::Panicked("a producer".into()))?;
         }
-        end
+        Ok(got)
     })?;
-    if failed_writes.load(Ordering::Relaxed) > 0 {
-        return Err(LabError::Sample("eventfd writes failed".into()));
-    }
-    let secs = (end - start).as_secs_f64();
     Ok(Sample::new()
         .with("events_per_ms", total as f64 / (secs * 1e3))
         .with("time_ms", secs * 1e3))

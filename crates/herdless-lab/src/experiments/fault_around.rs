@@ -7,21 +7,16 @@
 //! `mmap`. The lab README's `fault-around` section gives the sizes,
 //! variants, metrics and targets.
 
-use std::fs::File;
-use std::io::Write;
 use std::os::fd::AsFd;
-use std::sync::Arc;
 
 use herdless_pager::{FileSource, HandlerMode, Pager};
 use serde::Serialize;
 
 use crate::harness::affinity::{allowed_cpus, Pin};
-use crate::harness::scratch::{self, PerSize};
+use crate::harness::scratch::{self, PAGE};
 use crate::harness::{
     gang, Case, Experiment, LabError, Metric, PerSuite, Ratio, Role, Sample, Section,
 };
-
-const PAGE: usize = 4096;
 
 /// Parameters of one row.
 #[derive(Clone, Copy, Debug, Serialize)]
@@ -121,70 +116,25 @@ fn section(title: &'static str, random: bool, quick: &[usize]) -> Section<Params
     )
 }
 
-/// The backing file of `bytes` bytes (written once per size, in tmpfs,
-/// unlinked: [`scratch`]) and the wrapping sum of its little-endian words.
-fn backing(bytes: usize) -> Result<(File, u64), LabError> {
-    static FILES: PerSize<Arc<(File, u64)>> = PerSize::new();
-    let made = FILES.get(bytes, || {
-        let os = |what: &'static str| move |e| LabError::os(what, e);
-        let mut file = scratch::tmpfs_file()?;
-        let mut sum = 0u64;
-        let mut chunk = vec![0u8; 1 << 20];
-        let mut word = 0u64;
-        for c in 0..bytes / chunk.len().min(bytes) {
-            for (k, w) in chunk.chunks_exact_mut(8).enumerate() {
-                word = word
-                    .wrapping_mul(6_364_136_223_846_793_005)
-                    .wrapping_add(1_442_695_040_888_963_407 ^ (c * 131_072 + k) as u64);
-                w.copy_from_slice(&word.to_le_bytes());
-                sum = sum.wrapping_add(word);
-            }
-            file.write_all(&chunk[..chunk.len().min(bytes)])
-                .map_err(os("writing the backing file"))?;
-        }
-        file.flush().map_err(os("flushing the backing file"))?;
-        Ok(Arc::new((file, sum)))
-    })?;
-    let file = made
-        .0
-        .try_clone()
-        .map_err(|e| LabError::os("dup backing file", e))?;
-    Ok((file, made.1))
-}
-
-/// Wrapping sum of the words of pages `pages` of `base`.
-fn sum_pages(base: usize, pages: impl Iterator<Item = usize>) -> u64 {
-    let mut sum = 0u64;
-    for p in pages {
-        let page = (base + p * PAGE) as *const u64;
-        for w in 0..PAGE / 8 {
-            // SAFETY: the page lies in a mapping that outlives the gang (the
-            // pager or the kernel mmap below); reads fault pages in.
-            sum = sum.wrapping_add(u64::from_le(unsafe {
-                std::ptr::read_volatile(page.add(w))
-            }));
-        }
-    }
-    sum
-}
-
-/// Page order of thread `t` of `threads` over `pages` pages.
-fn share(t: usize, threads: usize, pages: usize, random: bool) -> Vec<usize> {
+/// The pages thread `t` of `threads` reads of `pages` pages, as runs
+/// (first page, length): its share in one run, or page by page shuffled.
+fn share(t: usize, threads: usize, pages: usize, random: bool) -> Vec<(usize, usize)> {
     let per = pages / threads;
-    let mut mine: Vec<usize> = (t * per..if t + 1 == threads {
+    let end = if t + 1 == threads {
         pages
     } else {
         (t + 1) * per
-    })
-        .collect();
-    if random {
-        let mut x = 0x2545_F491_4F6C_DD1D_u64 ^ (t as u64 + 1);
-        for i in (1..mine.len()).rev() {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            mine.swap(i, (x % (i as u64 + 1)) as usize);
-        }
+    };
+    if !random {
+        return vec![(t * per, end - t * per)];
+    }
+    let mut mine: Vec<(usize, usize)> = (t * per..end).map(|p| (p, 1)).collect();
+    let mut x = 0x2545_F491_4F6C_DD1D_u64 ^ (t as u64 + 1);
+    for i in (1..mine.len()).rev() {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        mine.swap(i, (x % (i as u64 + 1)) as usize);
     }
     mine
 }
@@ -195,8 +145,13 @@ fn measure(how: How, case: &Case<Params>) -> Result<Sample, LabError> {
         random,
         bytes,
     } = case.params;
-    let (file, want) = backing(bytes)?;
+    let backing = scratch::pattern_file(bytes)?;
     let pages = bytes / PAGE;
+    let want = backing.sum(&[(0, pages)]);
+    let file = backing
+        .file
+        .try_clone()
+        .map_err(|e| LabError::os("dup backing file", e))?;
     // One reader: it and the pager's handler share one CPU (threads
     // inherit the pin, so the handlers and the gang's worker get it), for
     // every variant alike. Otherwise each fault costs two wakeups of a
@@ -255,7 +210,7 @@ fn measure(how: How, case: &Case<Params>) -> Result<Sample, LabError> {
         .map(|_| std::sync::atomic::AtomicU64::new(0))
         .collect();
     let run = gang(threads, |t| {
-        let s = sum_pages(base, share(t, threads, pages, random).into_iter());
+        let s = scratch::sum_pages(base, &share(t, threads, pages, random));
         sums[t].store(s, std::sync::atomic::Ordering::Relaxed);
     });
     let (faults, ppf) = match &map {

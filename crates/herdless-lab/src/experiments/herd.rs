@@ -42,7 +42,7 @@ use herdless::channel::{Channel, TryRecvError};
 use herdless::variants::WakeMode;
 use serde::Serialize;
 
-use crate::harness::gang::STACK_SIZE;
+use crate::harness::gang::{join_each, spawn_each};
 use crate::harness::patience::wait_until as wait_for;
 use crate::harness::{
     Case, Experiment, LabError, Metric, PerSuite, Ratio, Role, Sample, Section, Usage,
@@ -168,32 +168,18 @@ fn measure(mode: WakeMode, case: &Case<Params>) -> Result<Sample, LabError> {
     let timed = thread::scope(|s| -> Result<Timed, LabError> {
         // Dropped before the handles are joined below, on every path.
         let close = CloseOnDrop(channel);
-        let mut handles = Vec::with_capacity(readers);
-        for i in 0..readers {
-            let poller = i < pollers;
-            let spawned = thread::Builder::new()
-                .name(format!("lab-reader-{i}"))
-                .stack_size(STACK_SIZE)
-                .spawn_scoped(s, move || {
-                    if poller {
-                        poll_loop(channel, received, poll_misses);
-                    } else {
-                        while channel.recv().is_ok() {
-                            received.fetch_add(1, Ordering::Release);
-                        }
-                    }
-                });
-            handles.push(
-                spawned
-                    .map_err(|e| LabError::os(format!("spawning reader {i} of {readers}"), e))?,
-            );
-        }
+        let handles = spawn_each(s, "reader", readers, move |i| {
+            if i < pollers {
+                poll_loop(channel, received, poll_misses);
+            } else {
+                while channel.recv().is_ok() {
+                    received.fetch_add(1, Ordering::Release);
+                }
+            }
+        })?;
         let result = produce(channel, received, readers, items);
         drop(close);
-        for h in handles {
-            h.join()
-                .map_err(|_| LabError::Panicked("a reader".into()))?;
-        }
+        join_each(handles, "a reader")?;
         result
     })?;
 

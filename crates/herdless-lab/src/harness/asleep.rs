@@ -23,46 +23,25 @@ pub fn current_tid() -> i32 {
     rustix::thread::gettid().as_raw_nonzero().get()
 }
 
-/// What one read of a thread's status says.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Status {
-    state: char,
-    switches: u64,
-}
-
-fn read_status(tid: i32) -> Result<Status, LabError> {
-    let path = format!("/proc/self/task/{tid}/status");
-    let text = std::fs::read_to_string(&path).map_err(|e| {
-        LabError::os(
-            format!("reading {path} (did the thread exit before being woken?)"),
-            e,
-        )
-    })?;
-    parse_status(&text).ok_or_else(|| LabError::Sample(format!("cannot parse {path}")))
-}
-
-fn parse_status(text: &str) -> Option<Status> {
-    let mut state = None;
-    let mut switches = 0u64;
-    let mut seen = 0;
-    for line in text.lines() {
-        let Some((key, value)) = line.split_once(':') else {
-            continue;
-        };
-        let value = value.trim();
-        match key {
-            "State" => state = value.chars().next(),
-            "voluntary_ctxt_switches" | "nonvoluntary_ctxt_switches" => {
-                switches += value.parse::<u64>().ok()?;
-                seen += 1;
-            }
-            _ => {}
-        }
+/// A thread's state letter (`S`: sleeping) and its context switches
+/// (voluntary + involuntary), from `/proc/self/task/<tid>/status`.
+fn read_status(tid: i32) -> Result<(char, u64), LabError> {
+    let status = procfs::process::Process::myself()
+        .and_then(|p| p.task_from_tid(tid)?.status())
+        .map_err(|e| {
+            LabError::Sample(format!(
+                "reading thread {tid}'s status (did it exit before being woken?): {e}"
+            ))
+        })?;
+    let switches = status
+        .voluntary_ctxt_switches
+        .zip(status.nonvoluntary_ctxt_switches);
+    match (status.state.chars().next(), switches) {
+        (Some(state), Some((v, n))) => Ok((state, v + n)),
+        _ => Err(LabError::Sample(format!(
+            "thread {tid}'s status lacks its state or switches"
+        ))),
     }
-    (seen == 2).then_some(Status {
-        state: state?,
-        switches,
-    })
 }
 
 /// Waits for each of a measurement's threads to publish its thread id
@@ -89,10 +68,10 @@ pub fn wait_until_asleep(tids: &[i32], timeout: Duration) -> Result<(), LabError
     loop {
         let mut settled = true;
         for (tid, prev) in tids.iter().zip(previous.iter_mut()) {
-            let status = read_status(*tid)?;
-            if status.state == 'S' {
-                settled &= *prev == Some(status.switches);
-                *prev = Some(status.switches);
+            let (state, switches) = read_status(*tid)?;
+            if state == 'S' {
+                settled &= *prev == Some(switches);
+                *prev = Some(switches);
             } else {
                 settled = false;
                 *prev = None;
@@ -117,20 +96,6 @@ mod tests {
     use super::*;
     use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
     use std::sync::{Condvar, Mutex};
-
-    #[test]
-    fn parses_state_and_both_switch_counts() {
-        let text = "Name:\tx\nState:\tS (sleeping)\nTgid:\t1\n\
-                    voluntary_ctxt_switches:\t12\nnonvoluntary_ctxt_switches:\t3\n";
-        assert_eq!(
-            parse_status(text),
-            Some(Status {
-                state: 'S',
-                switches: 15
-            })
-        );
-        assert_eq!(parse_status("State:\tR (running)\n"), None);
-    }
 
     #[test]
     fn a_thread_blocked_on_a_condvar_is_seen_asleep() {

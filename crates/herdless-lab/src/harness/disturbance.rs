@@ -21,6 +21,7 @@
 
 use std::time::Instant;
 
+use procfs::{Current, CurrentSI};
 use serde::{Deserialize, Serialize};
 
 use super::rusage::Usage;
@@ -74,7 +75,9 @@ pub struct LoadAverage {
 impl LoadAverage {
     /// This machine's, from `/proc/loadavg`; `None` where unreadable.
     pub fn now() -> Option<LoadAverage> {
-        parse_loadavg(&std::fs::read_to_string("/proc/loadavg").ok()?)
+        let l = procfs::LoadAverage::current().ok()?;
+        let (one, five, fifteen) = (l.one.into(), l.five.into(), l.fifteen.into());
+        Some(LoadAverage { one, five, fifteen })
     }
 
     /// Whether the machine was busy: a 1-minute load of half the cores or
@@ -131,15 +134,22 @@ pub struct CpuTimes {
 }
 
 impl CpuTimes {
-    /// The counters now; `None` where `/proc/stat` is unreadable.
+    /// The counters now; `None` where `/proc/stat` is unreadable. Of its
+    /// aggregate `cpu` line: user nice system idle iowait irq softirq
+    /// steal (guest time is already inside user and nice).
     pub fn now() -> Option<CpuTimes> {
-        let stat = std::fs::read_to_string("/proc/stat").ok()?;
-        let ticks = parse_cpu_line(&stat)?;
-        let hz = rustix::param::clock_ticks_per_second() as f64;
+        let t = procfs::KernelStats::current().ok()?.total;
+        let (irq, softirq, steal) = (
+            t.irq.unwrap_or(0),
+            t.softirq.unwrap_or(0),
+            t.steal.unwrap_or(0),
+        );
+        let busy = t.user + t.nice + t.system + irq + softirq;
+        let hz = procfs::ticks_per_second() as f64;
         Some(CpuTimes {
-            total: ticks.total as f64 / hz,
-            busy: ticks.busy as f64 / hz,
-            steal: ticks.steal as f64 / hz,
+            total: (busy + t.idle + t.iowait.unwrap_or(0) + steal) as f64 / hz,
+            busy: busy as f64 / hz,
+            steal: steal as f64 / hz,
             own: Usage::process().cpu_micros as f64 * 1e-6,
             at: Instant::now(),
         })
@@ -185,64 +195,16 @@ impl Tally {
     }
 }
 
-/// Clock ticks of the `/proc/stat` `cpu` line.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct CpuTicks {
-    total: u64,
-    busy: u64,
-    steal: u64,
-}
-
-/// The aggregate `cpu` line: user nice system idle iowait irq softirq
-/// steal (guest time is already inside user and nice).
-fn parse_cpu_line(stat: &str) -> Option<CpuTicks> {
-    let line = stat.lines().find(|l| l.starts_with("cpu "))?;
-    let mut v: Vec<u64> = line
-        .split_whitespace()
-        .skip(1)
-        .take(8)
-        .map(|f| f.parse().ok())
-        .collect::<Option<_>>()?;
-    v.resize(8, 0); // older kernels have fewer fields
-    let [user, nice, system, idle, iowait, irq, softirq, steal] = v[..] else {
-        return None;
-    };
-    Some(CpuTicks {
-        total: user + nice + system + idle + iowait + irq + softirq + steal,
-        busy: user + nice + system + irq + softirq,
-        steal,
-    })
-}
-
-fn parse_loadavg(text: &str) -> Option<LoadAverage> {
-    let mut f = text.split_whitespace().map(|x| x.parse::<f64>().ok());
-    Some(LoadAverage {
-        one: f.next()??,
-        five: f.next()??,
-        fifteen: f.next()??,
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn the_cpu_line_splits_into_busy_idle_and_steal() {
-        let stat = "cpu  100 10 50 800 5 3 2 30 7 0\ncpu0 1 2 3 4 5 6 7 8 9 0\n";
-        let t = parse_cpu_line(stat).unwrap();
-        assert_eq!(t.total, 100 + 10 + 50 + 800 + 5 + 3 + 2 + 30);
-        assert_eq!(t.busy, 100 + 10 + 50 + 3 + 2);
-        assert_eq!(t.steal, 30);
-        assert_eq!(parse_cpu_line("intr 1 2 3\n"), None);
-    }
-
-    #[test]
-    fn the_load_average_is_its_first_three_fields() {
-        let l = parse_loadavg("5.56 7.24 3.69 3/114 21549\n").unwrap();
-        assert_eq!((l.one, l.five, l.fifteen), (5.56, 7.24, 3.69));
-        assert!(l.is_busy(2) && !l.is_busy(16));
-        assert_eq!(parse_loadavg("garbage"), None);
+    fn the_load_average_is_read_and_judged_busy_from_half_the_cores() {
+        let l = LoadAverage::now().expect("/proc/loadavg is readable");
+        assert!(l.one >= 0.0 && l.five >= 0.0 && l.fifteen >= 0.0);
+        let busy = LoadAverage { one: 1.0, ..l };
+        assert!(busy.is_busy(2) && !busy.is_busy(16));
     }
 
     fn at(total: f64, busy: f64, steal: f64, own: f64, start: Instant) -> CpuTimes {

@@ -115,6 +115,38 @@ where
     })
 }
 
+/// Starts `work(i)` on `n` scoped threads (i = 0..n) named
+/// `lab-{name}-{i}`, with the lab's stack size: a measurement's own
+/// readers, producers or waiters. An error names the thread that could
+/// not start (those started before it run on, and the scope joins them).
+pub fn spawn_each<'s, T: Send + 's>(
+    s: &'s thread::Scope<'s, '_>,
+    name: &str,
+    n: usize,
+    work: impl Fn(usize) -> T + Send + Sync + Copy + 's,
+) -> Result<Vec<thread::ScopedJoinHandle<'s, T>>, LabError> {
+    (0..n)
+        .map(|i| {
+            thread::Builder::new()
+                .name(format!("lab-{name}-{i}"))
+                .stack_size(STACK_SIZE)
+                .spawn_scoped(s, move || work(i))
+                .map_err(|e| LabError::os(format!("spawning {name} {i} of {n}"), e))
+        })
+        .collect()
+}
+
+/// Joins `handles`; a thread that panicked is an error naming it `what`.
+pub fn join_each<T>(
+    handles: Vec<thread::ScopedJoinHandle<'_, T>>,
+    what: &str,
+) -> Result<(), LabError> {
+    for h in handles {
+        h.join().map_err(|_| LabError::Panicked(what.to_string()))?;
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

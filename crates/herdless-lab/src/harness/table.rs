@@ -6,7 +6,7 @@
 //!
 //! When a section's tables do not fit with the variants' full names (and
 //! four significant digits), they use three digits, then letters `A`, `B`…
-//! with a legend; a table still too wide splits its columns
+//! with a legend; a table still too wide wraps its widest cells
 //! ([`grid`](super::grid)). Long lines wrap ([`wrap`](super::wrap)).
 
 use std::fmt::Write as _;
@@ -77,7 +77,7 @@ pub fn render_section(s: &SectionReport) -> String {
         }
         let _ = writeln!(out, "\n{}", metric.heading());
         let (header, rows) = metric_table(s, m, layout);
-        out.push_str(&grid(&header, &rows, WIDTH));
+        out.push_str(&grid(&header, &rows, 1, WIDTH));
         if m == 0 {
             if let Some((header, rows)) = ratio_table(s, layout) {
                 let _ = writeln!(
@@ -85,7 +85,7 @@ pub fn render_section(s: &SectionReport) -> String {
                     "\nratios of the medians ({} unless named)",
                     metric.name
                 );
-                out.push_str(&grid(&header, &rows, WIDTH));
+                out.push_str(&grid(&header, &rows, 1, WIDTH));
             }
             out.push_str("\nverdicts:\n");
             for line in s.verdict_lines() {
@@ -174,7 +174,7 @@ fn names(s: &SectionReport, layout: Layout) -> Vec<String> {
 }
 
 /// The widest line of any of the section's tables under `layout`, before
-/// splitting.
+/// wrapping.
 fn widest_table(s: &SectionReport, layout: Layout) -> usize {
     let mut tables = vec![metric_table(s, 0, layout)];
     tables.extend(ratio_table(s, layout));
@@ -185,7 +185,7 @@ fn widest_table(s: &SectionReport, layout: Layout) -> usize {
     }
     tables
         .iter()
-        .map(|(header, rows)| grid(header, rows, usize::MAX))
+        .map(|(header, rows)| grid(header, rows, 1, usize::MAX))
         .flat_map(|text| text.lines().map(width).collect::<Vec<_>>())
         .max()
         .unwrap_or(0)

@@ -62,6 +62,20 @@ impl Judgement {
     pub fn verdict(&self) -> &'static str {
         self.outcome().label(self.met)
     }
+
+    /// A made-up verdict, `value` at case `16` (tests).
+    #[cfg(test)]
+    pub(crate) fn toy(met: bool, value: f64, confidence: Confidence) -> Judgement {
+        Judgement {
+            case: 0,
+            label: "16".into(),
+            value: Quotient::Value(value),
+            met,
+            confidence,
+            reasons: Vec::new(),
+            disturbed: false,
+        }
+    }
 }
 
 /// The noise interval of `num/den` at `k` spreads: `(lowest, highest)`

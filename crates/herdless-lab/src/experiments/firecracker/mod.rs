@@ -110,16 +110,31 @@ fn metrics<P>(s: Section<P>) -> Section<P> {
 }
 
 /// The variants of `list`, restoring into `pages`.
-fn variants(
-    section: Section<Params>,
-    pages: Pages,
-    list: &[(&'static str, Role, Backend)],
-) -> Section<Params> {
+fn variants(section: Section<Params>, pages: Pages, list: &[Variant]) -> Section<Params> {
     section.variants(
         move |backend, case| restore::measure(backend, pages, case),
         list.iter().copied(),
     )
 }
+
+/// A column: its name, its role and who serves the memory.
+type Variant = (&'static str, Role, Backend);
+
+const FILE: Variant = ("file", Role::Kernel, Backend::File);
+const FC_ON_DEMAND: Variant = ("fc-on-demand", Role::Peer, Backend::FcOnDemand);
+const FC_FAULT_ALL: Variant = ("fc-fault-all", Role::Peer, Backend::FcFaultAll);
+const HL_4K: Variant = ("hl-4k", Role::Before, Backend::Herdless(&[]));
+const HL_64K: Variant = (
+    "hl-64k",
+    Role::Peer,
+    Backend::Herdless(&["--fault-around", "64K"]),
+);
+const HL_PREFETCH: Variant = ("hl-prefetch", Role::After, Backend::HerdlessPrefetch(&[]));
+const HL_COPY_ALL: Variant = (
+    "hl-copy-all",
+    Role::Peer,
+    Backend::Herdless(&["--copy-all"]),
+);
 
 /// 4 KiB guest memory: every backend.
 fn small_pages() -> Section<Params> {
@@ -128,42 +143,31 @@ fn small_pages() -> Section<Params> {
         "working set",
         rows(),
     );
-    variants(
-        metrics(section),
-        Pages::Small4K,
-        &[
-            ("file", Role::Kernel, Backend::File),
-            ("fc-on-demand", Role::Peer, Backend::FcOnDemand),
-            ("fc-fault-all", Role::Peer, Backend::FcFaultAll),
-            ("hl-4k", Role::Before, Backend::Herdless(&[])),
-            (
-                "hl-64k",
-                Role::Peer,
-                Backend::Herdless(&["--fault-around", "64K"]),
-            ),
-            (
-                "hl-2m",
-                Role::Peer,
-                Backend::Herdless(&["--fault-around", "2M"]),
-            ),
-            ("hl-h2", Role::Peer, Backend::Herdless(&["--handlers", "2"])),
-            ("hl-prefetch", Role::After, Backend::HerdlessPrefetch(&[])),
-            (
-                "hl-prefetch-2",
-                Role::Peer,
-                Backend::HerdlessPrefetch(&["--prefetch-threads", "2", "--handlers", "2"]),
-            ),
-            (
-                "hl-copy-all",
-                Role::Peer,
-                Backend::Herdless(&["--copy-all"]),
-            ),
-        ],
-    )
-    .ratio(Ratio::of("fc-on-demand", "hl-prefetch").at_least(10.0))
-    .ratio(Ratio::of("fc-on-demand", "hl-4k"))
-    .ratio(Ratio::of("file", "hl-prefetch"))
-    .ratio(Ratio::of("fc-fault-all", "hl-copy-all"))
+    let hl_2m = (
+        "hl-2m",
+        Role::Peer,
+        Backend::Herdless(&["--fault-around", "2M"]),
+    );
+    let hl_h2 = ("hl-h2", Role::Peer, Backend::Herdless(&["--handlers", "2"]));
+    let two = &["--prefetch-threads", "2", "--handlers", "2"];
+    let hl_prefetch_2 = ("hl-prefetch-2", Role::Peer, Backend::HerdlessPrefetch(two));
+    let list = [
+        FILE,
+        FC_ON_DEMAND,
+        FC_FAULT_ALL,
+        HL_4K,
+        HL_64K,
+        hl_2m,
+        hl_h2,
+        HL_PREFETCH,
+        hl_prefetch_2,
+        HL_COPY_ALL,
+    ];
+    variants(metrics(section), Pages::Small4K, &list)
+        .ratio(Ratio::of("fc-on-demand", "hl-prefetch").at_least(10.0))
+        .ratio(Ratio::of("fc-on-demand", "hl-4k"))
+        .ratio(Ratio::of("file", "hl-prefetch"))
+        .ratio(Ratio::of("fc-fault-all", "hl-copy-all"))
 }
 
 /// 2 MiB hugetlbfs guest memory: the File backend cannot restore into it,
@@ -174,24 +178,18 @@ fn huge_pages() -> Section<Params> {
         "working set",
         rows(),
     );
-    variants(
-        metrics(section),
-        Pages::Huge2M,
-        &[
-            ("fc-on-demand", Role::Peer, Backend::FcOnDemand),
-            ("fc-fault-all", Role::Peer, Backend::FcFaultAll),
-            ("hl-2m-pages", Role::Before, Backend::Herdless(&[])),
-            ("hl-prefetch", Role::After, Backend::HerdlessPrefetch(&[])),
-            (
-                "hl-copy-all",
-                Role::Peer,
-                Backend::Herdless(&["--copy-all"]),
-            ),
-        ],
-    )
-    .ratio(Ratio::of("fc-on-demand", "hl-prefetch"))
-    .ratio(Ratio::of("fc-on-demand", "hl-2m-pages"))
-    .ratio(Ratio::of("fc-fault-all", "hl-copy-all"))
+    let hl_2m_pages = ("hl-2m-pages", Role::Before, Backend::Herdless(&[]));
+    let list = [
+        FC_ON_DEMAND,
+        FC_FAULT_ALL,
+        hl_2m_pages,
+        HL_PREFETCH,
+        HL_COPY_ALL,
+    ];
+    variants(metrics(section), Pages::Huge2M, &list)
+        .ratio(Ratio::of("fc-on-demand", "hl-prefetch"))
+        .ratio(Ratio::of("fc-on-demand", "hl-2m-pages"))
+        .ratio(Ratio::of("fc-fault-all", "hl-copy-all"))
 }
 
 /// A balloon inflated right after the restore (issue 22 §4): the
@@ -208,30 +206,12 @@ fn ballooned() -> Section<Params> {
     let section = metrics(section)
         .metric(Metric::lower("zero_read_ms", "ms"))
         .metric(Metric::lower("inflate_ms", "ms"));
-    variants(
-        section,
-        Pages::Small4K,
-        &[
-            ("file", Role::Kernel, Backend::File),
-            ("fc-on-demand", Role::Peer, Backend::FcOnDemand),
-            ("hl-4k", Role::Before, Backend::Herdless(&[])),
-            (
-                "hl-64k",
-                Role::Peer,
-                Backend::Herdless(&["--fault-around", "64K"]),
-            ),
-            ("hl-prefetch", Role::After, Backend::HerdlessPrefetch(&[])),
-            (
-                "hl-copy-all",
-                Role::Peer,
-                Backend::Herdless(&["--copy-all"]),
-            ),
-        ],
-    )
-    .ratio(Ratio::of("fc-on-demand", "hl-prefetch"))
-    .ratio(Ratio::of("fc-on-demand", "hl-copy-all"))
-    .ratio(Ratio::of("fc-on-demand", "hl-4k").on_metric("zero_read_ms"))
-    .ratio(Ratio::of("file", "hl-64k").on_metric("zero_read_ms"))
+    let list = [FILE, FC_ON_DEMAND, HL_4K, HL_64K, HL_PREFETCH, HL_COPY_ALL];
+    variants(section, Pages::Small4K, &list)
+        .ratio(Ratio::of("fc-on-demand", "hl-prefetch"))
+        .ratio(Ratio::of("fc-on-demand", "hl-copy-all"))
+        .ratio(Ratio::of("fc-on-demand", "hl-4k").on_metric("zero_read_ms"))
+        .ratio(Ratio::of("file", "hl-64k").on_metric("zero_read_ms"))
 }
 
 /// The experiment.

@@ -90,12 +90,13 @@ impl Process {
     /// The bytes its `read`-family system calls returned so far (`rchar`
     /// in `/proc/PID/io`), while it runs.
     pub(crate) fn bytes_read(&self) -> Option<u64> {
-        let io = std::fs::read_to_string(format!("/proc/{}/io", self.pid())).ok()?;
-        io.lines()
-            .find_map(|l| l.strip_prefix("rchar:"))?
-            .trim()
-            .parse()
-            .ok()
+        Some(
+            procfs::process::Process::new(self.pid() as i32)
+                .ok()?
+                .io()
+                .ok()?
+                .rchar,
+        )
     }
 
     /// Kills it (if still running) and reaps it.
@@ -272,50 +273,16 @@ impl Vm {
     /// userfaultfd handler served counts as major), or `None` if the
     /// thread is not found.
     pub(crate) fn vcpu_faults(&self) -> Option<u64> {
-        let tasks = std::fs::read_dir(format!("/proc/{}/task", self.pid())).ok()?;
-        for task in tasks.flatten() {
-            let comm = std::fs::read_to_string(task.path().join("comm")).unwrap_or_default();
-            if comm.trim() == "fc_vcpu 0" {
-                let stat = std::fs::read_to_string(task.path().join("stat")).ok()?;
-                return faults_of_stat(&stat);
-            }
-        }
-        None
+        let process = procfs::process::Process::new(self.pid() as i32).ok()?;
+        let stat = process.tasks().ok()?.flatten().find_map(|task| {
+            let stat = task.stat().ok()?;
+            (stat.comm == "fc_vcpu 0").then_some(stat)
+        })?;
+        Some(stat.minflt + stat.majflt)
     }
 
     /// Kills Firecracker and reaps it.
     pub(crate) fn kill(&mut self) {
         self.process.kill();
-    }
-}
-
-/// minflt + majflt of a `/proc/PID/stat` line (fields 10 and 12; the
-/// command name in field 2 may hold spaces and parentheses).
-fn faults_of_stat(stat: &str) -> Option<u64> {
-    let fields: Vec<&str> = stat
-        .get(stat.rfind(')')? + 1..)?
-        .split_whitespace()
-        .collect();
-    // fields[0] is field 3 (state).
-    let minflt: u64 = fields.get(7)?.parse().ok()?;
-    let majflt: u64 = fields.get(9)?.parse().ok()?;
-    Some(minflt + majflt)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn faults_are_read_past_a_command_name_with_spaces() {
-        let stat = "4242 (fc_vcpu 0) S 4200 4200 1 0 -1 4194624 123 0 45 0 7 8 0 0 20 0 3 0";
-        assert_eq!(faults_of_stat(stat), Some(123 + 45));
-        assert_eq!(faults_of_stat("4242 (x) S 1"), None);
-    }
-
-    #[test]
-    fn this_process_has_counted_faults() {
-        let stat = std::fs::read_to_string("/proc/self/stat").unwrap();
-        assert!(faults_of_stat(&stat).unwrap() > 0);
     }
 }

@@ -4,10 +4,9 @@
 //! timed from the `PUT /snapshot/load` request to the guest's first pass
 //! over its whole working set, whose checksum must be the snapshot's.
 
-use std::collections::HashMap;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use herdless_pager::vmm::Hugepages;
@@ -19,7 +18,7 @@ use super::process::{Process, Vm};
 use super::snapshot::{self, Snapshot};
 use super::tools::{self, Tools};
 use super::{Backend, Pages, Params};
-use crate::harness::scratch::scratch_dir;
+use crate::harness::scratch::{scratch_dir, Memo};
 use crate::harness::{Case, LabError, Sample};
 use tempfile::TempDir;
 
@@ -75,15 +74,9 @@ pub(crate) fn measure(
     let snap = snapshot::snapshot(&p)?;
     let scratch = scratch_dir("fc-restore")?;
     let herdless = |extra: &[&str]| {
-        let stats = scratch.path().join("stats.json");
-        let mut args: Vec<OsString> = vec!["--stats-json".into(), stats.clone().into()];
-        args.extend(extra.iter().map(OsString::from));
-        HandlerRun {
-            name: "herdless-uffd",
-            program: tools.herdless_uffd.clone(),
-            args,
-            stats: Some(stats),
-        }
+        let mut run = herdless_uffd(tools, scratch.path().join("stats.json"));
+        run.args.extend(extra.iter().map(OsString::from));
+        run
     };
     let handler = match backend {
         Backend::File => None,
@@ -134,6 +127,16 @@ fn example(name: &'static str, program: &Path) -> HandlerRun {
     }
 }
 
+/// `herdless-uffd`, writing its statistics to `stats`.
+fn herdless_uffd(tools: &Tools, stats: PathBuf) -> HandlerRun {
+    HandlerRun {
+        name: "herdless-uffd",
+        program: tools.herdless_uffd.clone(),
+        args: vec!["--stats-json".into(), stats.clone().into()],
+        stats: Some(stats),
+    }
+}
+
 fn write_file(path: &Path, bytes: &[u8]) -> Result<(), LabError> {
     std::fs::write(path, bytes).map_err(|e| LabError::File {
         path: path.to_path_buf(),
@@ -150,40 +153,23 @@ fn trace_of(
     pages: Pages,
     p: &Params,
 ) -> Result<Arc<Vec<u8>>, LabError> {
-    type Traces = Mutex<HashMap<(usize, usize, usize, Pages), Arc<Vec<u8>>>>;
-    static TRACES: OnceLock<Traces> = OnceLock::new();
-    let key = (p.ws_mib, p.mem_mib, p.balloon_mib, pages);
-    let mut traces = TRACES
-        .get_or_init(|| Mutex::new(HashMap::new()))
-        .lock()
-        .map_err(|_| LabError::Panicked("the trace table".into()))?;
-    if let Some(t) = traces.get(&key) {
-        return Ok(Arc::clone(t));
-    }
-    let scratch = scratch_dir("fc-record")?;
-    let (trace, stats) = (
-        scratch.path().join("recorded.trace"),
-        scratch.path().join("stats.json"),
-    );
-    let run = HandlerRun {
-        name: "herdless-uffd",
-        program: tools.herdless_uffd.clone(),
-        args: vec![
-            "--record".into(),
-            trace.clone().into(),
-            "--stats-json".into(),
-            stats.clone().into(),
-        ],
-        stats: Some(stats),
-    };
-    restore(tools, snap, pages, p, &scratch, Some(run))?;
-    let bytes = std::fs::read(&trace).map_err(|e| LabError::File {
-        path: trace,
-        source: e,
-    })?;
-    let bytes = Arc::new(bytes);
-    traces.insert(key, Arc::clone(&bytes));
-    Ok(bytes)
+    static TRACES: Memo<(usize, usize, usize, Pages), Arc<Vec<u8>>> = Memo::new();
+    TRACES.get((p.ws_mib, p.mem_mib, p.balloon_mib, pages), || {
+        let scratch = scratch_dir("fc-record")?;
+        let (trace, stats) = (
+            scratch.path().join("recorded.trace"),
+            scratch.path().join("stats.json"),
+        );
+        let mut run = herdless_uffd(tools, stats);
+        run.args
+            .splice(0..0, ["--record".into(), trace.clone().into()]);
+        restore(tools, snap, pages, p, &scratch, Some(run))?;
+        let bytes = std::fs::read(&trace).map_err(|e| LabError::File {
+            path: trace,
+            source: e,
+        })?;
+        Ok(Arc::new(bytes))
+    })
 }
 
 /// Restores `snap` once: the handler (if any) first, then Firecracker,

@@ -6,10 +6,9 @@
 //! there is one), reachable by path through `/proc/<lab>/fd`, so nothing
 //! is left behind when the lab exits.
 
-use std::collections::HashMap;
 use std::fs::File;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::json;
@@ -18,7 +17,7 @@ use super::guest::{self, GAP};
 use super::process::Vm;
 use super::tools::{self, Tools};
 use super::Params;
-use crate::harness::scratch::{self, scratch_dir};
+use crate::harness::scratch::{self, scratch_dir, Memo};
 use crate::harness::LabError;
 
 /// A snapshot of the guest.
@@ -36,37 +35,28 @@ pub(crate) struct Snapshot {
 
 /// The snapshot of case `p`, taken on first use.
 pub(crate) fn snapshot(p: &Params) -> Result<Arc<Snapshot>, LabError> {
-    type Snapshots = Mutex<HashMap<(usize, usize, usize), Arc<Snapshot>>>;
-    static SNAPSHOTS: OnceLock<Snapshots> = OnceLock::new();
-    let mut snapshots = SNAPSHOTS
-        .get_or_init(|| Mutex::new(HashMap::new()))
-        .lock()
-        .map_err(|_| LabError::Panicked("the snapshot table".into()))?;
-    let key = (p.ws_mib, p.mem_mib, p.balloon_mib);
-    if let Some(s) = snapshots.get(&key) {
-        return Ok(Arc::clone(s));
-    }
-    let tools = tools::tools_for_measuring()?;
-    let checksum = guest::checksum(p.ws_mib, 0);
-    let mut attempt = 0;
-    let snapshot = loop {
-        attempt += 1;
-        match take(tools, p, checksum) {
-            Ok(s) => break Arc::new(s),
-            Err(Taken::Late(ms)) if attempt < 3 => {
-                eprintln!("firecracker: paused {ms:.0} ms after a pass line, maybe mid-pass; again")
+    static SNAPSHOTS: Memo<(usize, usize, usize), Arc<Snapshot>> = Memo::new();
+    SNAPSHOTS.get((p.ws_mib, p.mem_mib, p.balloon_mib), || {
+        let tools = tools::tools_for_measuring()?;
+        let checksum = guest::checksum(p.ws_mib, 0);
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            match take(tools, p, checksum) {
+                Ok(s) => return Ok(Arc::new(s)),
+                Err(Taken::Late(ms)) if attempt < 3 => eprintln!(
+                    "firecracker: paused {ms:.0} ms after a pass line, maybe mid-pass; again"
+                ),
+                Err(Taken::Late(ms)) => {
+                    return Err(LabError::Sample(format!(
+                        "three boots paused the guest too late after a pass ({ms:.0} ms): \
+                         machine too busy to snapshot between two passes"
+                    )))
+                }
+                Err(Taken::Failed(e)) => return Err(e),
             }
-            Err(Taken::Late(ms)) => {
-                return Err(LabError::Sample(format!(
-                    "three boots paused the guest too late after a pass ({ms:.0} ms): machine \
-                     too busy to snapshot between two passes"
-                )))
-            }
-            Err(Taken::Failed(e)) => return Err(e),
         }
-    };
-    snapshots.insert(key, Arc::clone(&snapshot));
-    Ok(snapshot)
+    })
 }
 
 enum Taken {

@@ -32,7 +32,7 @@ use super::backend::Backend;
 use super::Measure;
 use crate::harness::affinity::{Pin, Placement};
 use crate::harness::asleep::{collect_tids, current_tid, wait_until_asleep};
-use crate::harness::gang::STACK_SIZE;
+use crate::harness::gang::spawn_each;
 use crate::harness::patience::PATIENCE;
 use crate::harness::{Case, LabError, Sample};
 
@@ -95,25 +95,20 @@ impl Measure for OneAtATime {
                 word,
                 gate,
             };
-            for (i, slot) in tids.iter().enumerate() {
-                thread::Builder::new()
-                    .name(format!("lab-waiter-{i}"))
-                    .stack_size(STACK_SIZE)
-                    .spawn_scoped(s, move || {
-                        // Unpinned if pinning fails: slower, still correct.
-                        let _pin = Pin::current_to(workers);
-                        slot.store(current_tid(), Ordering::Release);
-                        while word.load(Ordering::Acquire) == 0 {
-                            if backend.wait(word, 0) {
-                                break;
-                            }
-                        }
-                        // Relaxed: a count read once, after the loop.
-                        returned.fetch_add(1, Ordering::Relaxed);
-                        wait_for_gate(gate);
-                    })
-                    .map_err(|e| LabError::os(format!("spawning waiter {i} of {n}"), e))?;
-            }
+            let slots = &tids;
+            spawn_each(s, "waiter", n, move |i| {
+                // Unpinned if pinning fails: slower, still correct.
+                let _pin = Pin::current_to(workers);
+                slots[i].store(current_tid(), Ordering::Release);
+                while word.load(Ordering::Acquire) == 0 {
+                    if backend.wait(word, 0) {
+                        break;
+                    }
+                }
+                // Relaxed: a count read once, after the loop.
+                returned.fetch_add(1, Ordering::Relaxed);
+                wait_for_gate(gate);
+            })?;
             let tids = collect_tids(&tids)?;
             wait_until_asleep(&tids, PATIENCE)?;
 

@@ -38,7 +38,7 @@ use super::pipe_gate::PipeGate;
 use super::table_stats::table_delta;
 use super::Workload;
 use crate::harness::asleep::{collect_tids, current_tid, wait_until_asleep};
-use crate::harness::gang::STACK_SIZE;
+use crate::harness::gang::spawn_each;
 use crate::harness::patience::PATIENCE;
 use crate::harness::{Case, LabError, Sample, Usage};
 
@@ -142,42 +142,37 @@ fn round<M: Monitor<Flag>>(p: Params, counter: Option<&FutexCalls>) -> Result<Ro
             exit,
             waiters: n,
         };
-        for (i, slot) in tids.iter().enumerate() {
-            thread::Builder::new()
-                .name(format!("lab-broadcast-{i}"))
-                .stack_size(STACK_SIZE)
-                .spawn_scoped(s, move || {
-                    slot.store(current_tid(), Ordering::Release);
-                    let mut first_wait: Option<Usage> = None;
-                    monitor.wait_then(
-                        GO,
-                        |f| {
-                            if first_wait.is_none() {
-                                first_wait = Some(Usage::thread());
-                            }
-                            !f.go
-                        },
-                        |f| {
-                            f.ran += 1;
-                            if f.ran == n {
-                                let ns = base.elapsed().as_nanos() as u64;
-                                last_ran_ns.store(ns, Ordering::Relaxed);
-                            }
-                        },
-                    );
-                    if let Some(u) = first_wait {
-                        let slept = Usage::thread().since(&u).voluntary_switches;
-                        sleeps.fetch_add(slept, Ordering::Relaxed);
+        let slots = &tids;
+        spawn_each(s, "waiter", n, move |i| {
+            slots[i].store(current_tid(), Ordering::Release);
+            let mut first_wait: Option<Usage> = None;
+            monitor.wait_then(
+                GO,
+                |f| {
+                    if first_wait.is_none() {
+                        first_wait = Some(Usage::thread());
                     }
-                    // AcqRel: the driver, after the last one, sees every
-                    // waiter's counts and its unlock.
-                    if finished.fetch_add(1, Ordering::AcqRel) + 1 == n {
-                        let _ = all_done.open(1);
+                    !f.go
+                },
+                |f| {
+                    f.ran += 1;
+                    if f.ran == n {
+                        let ns = base.elapsed().as_nanos() as u64;
+                        last_ran_ns.store(ns, Ordering::Relaxed);
                     }
-                    let _ = exit.pass();
-                })
-                .map_err(|e| LabError::os(format!("spawning waiter {i} of {n}"), e))?;
-        }
+                },
+            );
+            if let Some(u) = first_wait {
+                let slept = Usage::thread().since(&u).voluntary_switches;
+                sleeps.fetch_add(slept, Ordering::Relaxed);
+            }
+            // AcqRel: the driver, after the last one, sees every
+            // waiter's counts and its unlock.
+            if finished.fetch_add(1, Ordering::AcqRel) + 1 == n {
+                let _ = all_done.open(1);
+            }
+            let _ = exit.pass();
+        })?;
         let tids = collect_tids(&tids)?;
         wait_until_asleep(&tids, PATIENCE)?;
         // Every waiter is asleep, and none holds the mutex: all are in the

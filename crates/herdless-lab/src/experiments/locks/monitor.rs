@@ -10,6 +10,7 @@
 
 use std::cell::UnsafeCell;
 use std::mem::MaybeUninit;
+use std::sync::{self as std_sync, PoisonError};
 
 use herdless::futex::FutexStats;
 
@@ -65,11 +66,17 @@ pub trait Monitor<T: Send>: Sync + Sized {
     }
 }
 
-/// A monitor on a `lock_api`-style mutex and condvar (herdless and
-/// parking_lot share that API): one body for both, so the two run exactly
-/// the same code around their own lock calls.
-macro_rules! lock_api_monitor {
-    ($(#[$doc:meta])* $name:ident, $krate:ident $(, table_stats: $stats:expr)?) => {
+/// A monitor on a mutex and condvar from `$krate` (herdless, parking_lot,
+/// std): one body for all, so they run exactly the same code around their
+/// own lock calls; `lock` takes the mutex `m`, `wait` waits on `cv` with
+/// the guard `g` and gives the guard back.
+macro_rules! monitor {
+    (
+        $(#[$doc:meta])* $name:ident, $krate:ident,
+        lock: |$m:ident| $lock:expr,
+        wait: |$cv:ident, $g:ident| $wait:expr
+        $(, table_stats: $stats:expr)?
+    ) => {
         $(#[$doc])*
         #[repr(align(128))]
         pub struct $name<T> {
@@ -87,7 +94,8 @@ macro_rules! lock_api_monitor {
 
             #[inline]
             fn with<R>(&self, f: impl FnOnce(&mut T) -> R) -> R {
-                f(&mut self.mutex.lock())
+                let $m = &self.mutex;
+                f(&mut $lock)
             }
 
             fn wait_then<R>(
@@ -96,10 +104,12 @@ macro_rules! lock_api_monitor {
                 mut blocked: impl FnMut(&T) -> bool,
                 f: impl FnOnce(&mut T) -> R,
             ) -> (R, u64) {
-                let mut guard = self.mutex.lock();
+                let $m = &self.mutex;
+                let mut guard = $lock;
                 let mut waits = 0;
                 while blocked(&guard) {
-                    self.cvs[cv.index()].wait(&mut guard);
+                    let ($cv, $g) = (&self.cvs[cv.index()], guard);
+                    guard = $wait;
                     waits += 1;
                 }
                 (f(&mut guard), waits)
@@ -122,66 +132,32 @@ macro_rules! lock_api_monitor {
     };
 }
 
-lock_api_monitor!(
+monitor!(
     /// `herdless::Mutex` with two `herdless::Condvar`s.
     Herdless,
     herdless,
+    lock: |m| m.lock(),
+    wait: |cv, g| { let mut g = g; cv.wait(&mut g); g },
     table_stats: herdless::stats::ENABLED.then(|| herdless::FutexTable::global().stats())
 );
 
-lock_api_monitor!(
+monitor!(
     /// `parking_lot::Mutex` with two `parking_lot::Condvar`s.
     ParkingLot,
-    parking_lot
+    parking_lot,
+    lock: |m| m.lock(),
+    wait: |cv, g| { let mut g = g; cv.wait(&mut g); g }
 );
 
-/// `std::sync::Mutex` with two `std::sync::Condvar`s (futex-based on
-/// Linux). Poisoning is ignored: a panicking workload fails its sample
-/// anyway.
-#[repr(align(128))]
-pub struct Std<T> {
-    mutex: std::sync::Mutex<T>,
-    cvs: [std::sync::Condvar; 2],
-}
-
-impl<T: Send> Monitor<T> for Std<T> {
-    fn boxed(value: T) -> Result<Box<Self>, LabError> {
-        Ok(Box::new(Std {
-            mutex: std::sync::Mutex::new(value),
-            cvs: [std::sync::Condvar::new(), std::sync::Condvar::new()],
-        }))
-    }
-
-    #[inline]
-    fn with<R>(&self, f: impl FnOnce(&mut T) -> R) -> R {
-        f(&mut self.mutex.lock().unwrap_or_else(|p| p.into_inner()))
-    }
-
-    fn wait_then<R>(
-        &self,
-        cv: Cv,
-        mut blocked: impl FnMut(&T) -> bool,
-        f: impl FnOnce(&mut T) -> R,
-    ) -> (R, u64) {
-        let mut guard = self.mutex.lock().unwrap_or_else(|p| p.into_inner());
-        let mut waits = 0;
-        while blocked(&guard) {
-            guard = self.cvs[cv.index()]
-                .wait(guard)
-                .unwrap_or_else(|p| p.into_inner());
-            waits += 1;
-        }
-        (f(&mut guard), waits)
-    }
-
-    fn notify_one(&self, cv: Cv) {
-        self.cvs[cv.index()].notify_one();
-    }
-
-    fn notify_all(&self, cv: Cv) {
-        self.cvs[cv.index()].notify_all();
-    }
-}
+monitor!(
+    /// `std::sync::Mutex` with two `std::sync::Condvar`s (futex-based on
+    /// Linux). Poisoning is ignored: a panicking workload fails its sample
+    /// anyway.
+    Std,
+    std_sync,
+    lock: |m| m.lock().unwrap_or_else(PoisonError::into_inner),
+    wait: |cv, g| cv.wait(g).unwrap_or_else(PoisonError::into_inner)
+);
 
 /// glibc's `pthread_mutex_t` (default attributes: a plain futex mutex that
 /// does not spin) with two `pthread_cond_t`.

@@ -18,11 +18,11 @@
 
 use std::time::Instant;
 
-use herdless_pager::restore::{Populate, Restore, RestoreOptions};
+use herdless_pager::restore::{Populate, RestoreOptions};
 use herdless_pager::vmm::GuestMemory;
 use serde::Serialize;
 
-use super::run::{restore_err, socket_path};
+use super::run::{serve, socket_path};
 use super::workload::{self, PAGE};
 use crate::harness::{Case, LabError, Sample, Usage};
 
@@ -102,25 +102,18 @@ pub(crate) fn measure(server: Server, case: &Case<BalloonParams>) -> Result<Samp
         Server::HerdlessUffd => {
             let snapshot = workload::snapshot(2 * bytes)?;
             let mut opts = RestoreOptions::new(socket_path(), &snapshot.path);
-            opts.quiet = true;
             opts.populate = Populate::All;
-            let restore = Restore::bind(opts).map_err(restore_err)?;
-            let socket = restore.socket_path().to_path_buf();
-            let server = std::thread::Builder::new()
-                .name("lab-balloon-server".into())
-                .spawn(move || restore.run())
-                .map_err(|e| LabError::os("spawning the restore server", e))?;
-            let outcome = (|| {
+            let (r, summary) = serve(opts, |socket| {
                 let mem = GuestMemory::new(&[snapshot.len])
                     .map_err(|e| LabError::os("guest memory (userfaultfd)", e))?;
                 let base = mem.regions()[0].base;
                 let conn = mem
-                    .handoff(&socket)
+                    .handoff(socket)
                     .map_err(|e| LabError::os("handoff", e))?;
                 // The guest had these pages (one fault each), then the
                 // balloon took them.
                 let sum = workload::touch(base, &[(0, pages)]);
-                if sum != workload::expected(&snapshot, &[(0, pages)]) {
+                if sum != snapshot.sum(&[(0, pages)]) {
                     return Err(LabError::Sample("a page was served wrong".into()));
                 }
                 mem.discard(base, bytes)
@@ -128,18 +121,7 @@ pub(crate) fn measure(server: Server, case: &Case<BalloonParams>) -> Result<Samp
                 let r = re_read(base, pages);
                 drop(conn);
                 r
-            })();
-            let summary = server
-                .join()
-                .map_err(|_| LabError::Panicked("the restore server".into()))?
-                .map_err(restore_err)?;
-            let r = outcome?;
-            if !summary.clean() {
-                return Err(LabError::Sample(format!(
-                    "the restore was not clean: {}",
-                    summary.line()
-                )));
-            }
+            })?;
             // One fault per page on the first read (one thread, no
             // fault-around); the rest were the re-read's.
             let uffd_faults = summary.stats.faults.saturating_sub(pages as u64);

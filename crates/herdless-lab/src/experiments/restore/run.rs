@@ -3,10 +3,8 @@
 //! `herdless_pager::vmm` exactly as Firecracker hands over its memory, and
 //! the workload touching the working set from T threads.
 
-use std::collections::HashMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use herdless_pager::restore::{Populate, Restore, RestoreOptions, RestoreSummary};
@@ -14,6 +12,7 @@ use herdless_pager::vmm::{GuestMemory, Hugepages, HUGE_PAGE};
 
 use super::workload::{self, Snapshot, PAGE};
 use super::{How, Params};
+use crate::harness::scratch::Memo;
 use crate::harness::{gang, Case, LabError, Sample};
 
 /// Handler threads: one per workload thread, at most 2 (the CPUs here).
@@ -31,7 +30,7 @@ pub(super) fn socket_path() -> PathBuf {
     ))
 }
 
-pub(super) fn restore_err(e: herdless_pager::restore::RestoreError) -> LabError {
+fn restore_err(e: herdless_pager::restore::RestoreError) -> LabError {
     LabError::Sample(format!("herdless-uffd: {e}"))
 }
 
@@ -49,25 +48,18 @@ pub(super) struct Restored {
 /// the workload touching `runs` from `threads` threads; checks every sum.
 pub(super) fn restore(
     snapshot: &Snapshot,
-    mut opts: RestoreOptions,
+    opts: RestoreOptions,
     page: usize,
     runs: &[(usize, usize)],
     threads: usize,
 ) -> Result<Restored, LabError> {
-    opts.quiet = true;
     if page == HUGE_PAGE {
         let pages = (snapshot.len / HUGE_PAGE) as u64;
         Hugepages::reserve_until_exit(pages).map_err(|why| {
             LabError::Unavailable(format!("{pages} free 2 MiB hugepages needed: {why}"))
         })?;
     }
-    let restore = Restore::bind(opts).map_err(restore_err)?;
-    let socket = restore.socket_path().to_path_buf();
-    let server = std::thread::Builder::new()
-        .name("lab-restore-server".into())
-        .spawn(move || restore.run())
-        .map_err(|e| LabError::os("spawning the restore server", e))?;
-    let outcome = (|| {
+    let (time, summary) = serve(opts, |socket| {
         let mem = GuestMemory::with_page_sizes(&[(snapshot.len, page)])
             .map_err(|e| LabError::os("guest memory (userfaultfd)", e))?;
         let base = mem.regions()[0].base;
@@ -77,7 +69,7 @@ pub(super) fn restore(
             .collect();
         let t0 = Instant::now();
         let conn = mem
-            .handoff(&socket)
+            .handoff(socket)
             .map_err(|e| LabError::os("handoff", e))?;
         gang(threads, |t| {
             sums[t].store(workload::touch(base, &shares[t]), Ordering::Relaxed);
@@ -85,10 +77,7 @@ pub(super) fn restore(
         let time = t0.elapsed();
         drop(conn); // the VMM exits: the server returns its summary
         for (t, share) in shares.iter().enumerate() {
-            let (got, want) = (
-                sums[t].load(Ordering::Relaxed),
-                workload::expected(snapshot, share),
-            );
+            let (got, want) = (sums[t].load(Ordering::Relaxed), snapshot.sum(share));
             if got != want {
                 return Err(LabError::Sample(format!(
                     "thread {t} summed {got:#x}, the snapshot's pages sum to {want:#x}: a page \
@@ -97,12 +86,30 @@ pub(super) fn restore(
             }
         }
         Ok(time)
-    })();
+    })?;
+    Ok(Restored { time, summary })
+}
+
+/// Runs `herdless-uffd`'s server with `opts` on a thread of the lab while
+/// `vmm(socket)` plays the VMM (it must hand off and disconnect); its
+/// result and the server's summary, which must be clean.
+pub(super) fn serve<T>(
+    mut opts: RestoreOptions,
+    vmm: impl FnOnce(&Path) -> Result<T, LabError>,
+) -> Result<(T, RestoreSummary), LabError> {
+    opts.quiet = true;
+    let restore = Restore::bind(opts).map_err(restore_err)?;
+    let socket = restore.socket_path().to_path_buf();
+    let server = std::thread::Builder::new()
+        .name("lab-restore-server".into())
+        .spawn(move || restore.run())
+        .map_err(|e| LabError::os("spawning the restore server", e))?;
+    let outcome = vmm(&socket);
     let summary = server
         .join()
         .map_err(|_| LabError::Panicked("the restore server".into()))?
         .map_err(restore_err)?;
-    let time = outcome?;
+    let value = outcome?;
     if !summary.clean() {
         return Err(LabError::Sample(format!(
             "the restore was not clean: {} {:?}",
@@ -110,7 +117,7 @@ pub(super) fn restore(
             summary.errors
         )));
     }
-    Ok(Restored { time, summary })
+    Ok((value, summary))
 }
 
 /// The working-set trace of a case, recorded once (a 4 KiB on-demand
@@ -121,32 +128,25 @@ pub(super) fn trace_for(
     runs: &[(usize, usize)],
 ) -> Result<PathBuf, LabError> {
     /// (snapshot MiB, working set %, threads) → the trace recorded.
-    type Traces = Mutex<HashMap<(usize, usize, usize), PathBuf>>;
-    static TRACES: OnceLock<Traces> = OnceLock::new();
-    let traces = TRACES.get_or_init(|| Mutex::new(HashMap::new()));
+    static TRACES: Memo<(usize, usize, usize), PathBuf> = Memo::new();
     let key = (p.snapshot_mib, p.working_set_percent, p.threads);
-    let mut traces = traces
-        .lock()
-        .map_err(|_| LabError::Panicked("the trace table".into()))?;
-    if let Some(t) = traces.get(&key) {
-        return Ok(t.clone());
-    }
-    let path = std::env::temp_dir().join(format!(
-        "herdless-lab-restore-{}-{}m-{}p-{}t.trace",
-        std::process::id(),
-        p.snapshot_mib,
-        p.working_set_percent,
-        p.threads
-    ));
-    let mut opts = RestoreOptions::new(socket_path(), &snapshot.path);
-    opts.handlers = handlers(p.threads);
-    opts.record = Some(path.clone());
-    // The trace alone: the first table's `prefetch` reads the local file
-    // (the S3 table packs its own copy in the bucket, `s3.rs`).
-    opts.pack = false;
-    restore(snapshot, opts, PAGE, runs, p.threads)?;
-    traces.insert(key, path.clone());
-    Ok(path)
+    TRACES.get(key, || {
+        let path = std::env::temp_dir().join(format!(
+            "herdless-lab-restore-{}-{}m-{}p-{}t.trace",
+            std::process::id(),
+            p.snapshot_mib,
+            p.working_set_percent,
+            p.threads
+        ));
+        let mut opts = RestoreOptions::new(socket_path(), &snapshot.path);
+        opts.handlers = handlers(p.threads);
+        opts.record = Some(path.clone());
+        // The trace alone: the first table's `prefetch` reads the local file
+        // (the S3 table packs its own copy in the bucket, `s3.rs`).
+        opts.pack = false;
+        restore(snapshot, opts, PAGE, runs, p.threads)?;
+        Ok(path)
+    })
 }
 
 /// Measures one case with one restore method.

@@ -59,12 +59,9 @@ use crate::harness::{Case, LabError, Metric, PerSuite, Ratio, Role, Sample, Sect
 /// Parameters of one row.
 #[derive(Clone, Copy, Debug, Serialize)]
 pub struct Params {
-    /// Snapshot (guest memory) size in MiB.
-    pub snapshot_mib: usize,
-    /// Working set, in percent of the snapshot.
-    pub working_set_percent: usize,
-    /// Workload threads (the guest's vCPUs).
-    pub threads: usize,
+    /// The first table's row: snapshot, working set, threads.
+    #[serde(flatten)]
+    pub restore: super::Params,
     /// Round trip added to every request, in milliseconds.
     pub latency_ms: u64,
 }
@@ -85,16 +82,20 @@ const CHUNK: u64 = herdless_pager::object::DEFAULT_CHUNK_SIZE;
 const SAMPLE_4K: usize = 16;
 
 fn cases(snapshot_mib: usize, latencies: &[u64]) -> Vec<Case<Params>> {
-    let params = |latency_ms| Params {
+    let restore = super::Params {
         snapshot_mib,
         working_set_percent: 10,
         threads: 4,
-        latency_ms,
     };
-    latencies
-        .iter()
-        .map(|&ms| Case::new(format!("{ms} ms"), params(ms)))
-        .collect()
+    Case::list(latencies, |latency_ms| {
+        (
+            format!("{latency_ms} ms"),
+            Params {
+                restore,
+                latency_ms,
+            },
+        )
+    })
 }
 
 /// The section.
@@ -275,21 +276,9 @@ fn trace_in_store(
 /// Restore options for `url` through the lab's server.
 fn s3_options(server: &S3Server, url: &str, chunk: u64, cache: &Path) -> RestoreOptions {
     let mut opts = RestoreOptions::new(socket_path(), url);
-    let config = server
-        .env()
-        .into_iter()
-        .filter_map(|(k, v)| {
-            let key = match k {
-                "AWS_ENDPOINT_URL" => "aws_endpoint",
-                "AWS_ALLOW_HTTP" => "aws_allow_http",
-                "AWS_REGION" => "aws_region",
-                "AWS_ACCESS_KEY_ID" => "aws_access_key_id",
-                "AWS_SECRET_ACCESS_KEY" => "aws_secret_access_key",
-                _ => return None,
-            };
-            Some((key.to_string(), v))
-        })
-        .collect();
+    // The server's `AWS_*` variables, as object_store's keys.
+    let config = server.env().into_iter();
+    let config = config.map(|(k, v)| (k.to_ascii_lowercase(), v)).collect();
     opts.object = ObjectOptions {
         chunk_size: chunk,
         cache_dir: Some(cache.to_path_buf()),
@@ -301,18 +290,13 @@ fn s3_options(server: &S3Server, url: &str, chunk: u64, cache: &Path) -> Restore
 
 /// Measures one case with one restore method.
 fn measure(how: How, case: &Case<Params>) -> Result<Sample, LabError> {
-    let p = case.params;
+    let (p, latency_ms) = (case.params.restore, case.params.latency_ms);
     let bytes = p.snapshot_mib << 20;
     let snapshot = workload::snapshot(bytes)?;
     let pages = bytes / PAGE;
     let runs = workload::working_set(pages, pages * p.working_set_percent / 100);
     // The working set recorded once (the first table's trace).
-    let rp = super::Params {
-        snapshot_mib: p.snapshot_mib,
-        working_set_percent: p.working_set_percent,
-        threads: p.threads,
-    };
-    let trace = run::trace_for(&snapshot, &rp, &runs)?;
+    let trace = run::trace_for(&snapshot, &p, &runs)?;
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
     if let How::LocalPrefetch = how {
         let mut opts = RestoreOptions::new(socket_path(), &snapshot.path);
@@ -330,7 +314,7 @@ fn measure(how: How, case: &Case<Params>) -> Result<Sample, LabError> {
         .map_err(|_| LabError::Panicked("the S3 server".into()))?;
     let s3_trace = trace_in_store(&mut store, &snapshot, &trace, &url)?;
     let server = &store.server;
-    server.set_latency(Duration::from_millis(p.latency_ms));
+    server.set_latency(Duration::from_millis(latency_ms));
     server.reset_counts();
     let cache = scratch_dir("s3-cache")?;
     let cache = cache.path();

@@ -2,9 +2,9 @@
 //! small trait: herdless's four configurations and the three peers.
 
 use std::cell::UnsafeCell;
+use std::sync::PoisonError;
 
 use herdless::rwsem::{RwSem, RwSemExt, RwSemStats};
-use herdless::variants::RwSemConfig;
 
 use crate::harness::LabError;
 
@@ -25,59 +25,35 @@ pub trait RwData: Sync {
 }
 
 /// herdless, in one configuration.
-pub struct Herdless(RwSem<Data>);
-
-impl Herdless {
-    pub fn new(config: RwSemConfig) -> Self {
-        Herdless(RwSem::with_config(config, [0; 8]))
-    }
-}
-
-impl RwData for Herdless {
+impl RwData for RwSem<Data> {
     fn read<R>(&self, f: impl FnOnce(&Data) -> R) -> R {
-        f(&self.0.read())
+        f(&self.read())
     }
     fn write(&self, f: impl FnOnce(&mut Data)) {
-        f(&mut self.0.write())
+        f(&mut self.write())
     }
     fn stats(&self) -> Option<RwSemStats> {
-        Some(self.0.stats())
+        Some(RwSemExt::stats(self))
     }
 }
 
 /// `std::sync::RwLock` (futex-based, writer-preferring on Linux).
-pub struct Std(std::sync::RwLock<Data>);
-
-impl Std {
-    pub fn new() -> Self {
-        Std(std::sync::RwLock::new([0; 8]))
-    }
-}
-
-impl RwData for Std {
+impl RwData for std::sync::RwLock<Data> {
     fn read<R>(&self, f: impl FnOnce(&Data) -> R) -> R {
-        f(&self.0.read().unwrap_or_else(|p| p.into_inner()))
+        f(&self.read().unwrap_or_else(PoisonError::into_inner))
     }
     fn write(&self, f: impl FnOnce(&mut Data)) {
-        f(&mut self.0.write().unwrap_or_else(|p| p.into_inner()))
+        f(&mut self.write().unwrap_or_else(PoisonError::into_inner))
     }
 }
 
 /// `parking_lot::RwLock` (task-fair, eventually fair unlocks).
-pub struct ParkingLot(parking_lot::RwLock<Data>);
-
-impl ParkingLot {
-    pub fn new() -> Self {
-        ParkingLot(parking_lot::RwLock::new([0; 8]))
-    }
-}
-
-impl RwData for ParkingLot {
+impl RwData for parking_lot::RwLock<Data> {
     fn read<R>(&self, f: impl FnOnce(&Data) -> R) -> R {
-        f(&self.0.read())
+        f(&self.read())
     }
     fn write(&self, f: impl FnOnce(&mut Data)) {
-        f(&mut self.0.write())
+        f(&mut self.write())
     }
 }
 

@@ -13,10 +13,11 @@ mod locks;
 
 use std::hint::black_box;
 
+use herdless::rwsem::{RwSem, RwSemExt};
 use herdless::variants::{Counting, RwSemConfig, WakeTiming};
 use serde::Serialize;
 
-use self::locks::{Herdless, ParkingLot, Pthread, RwData, Std};
+use self::locks::{Pthread, RwData};
 use crate::harness::gang::gang;
 use crate::harness::{
     Case, Experiment, LabError, Metric, PerSuite, Ratio, Role, Sample, Section, Variant,
@@ -123,7 +124,12 @@ fn section() -> Section<Params> {
     .metric(Metric::lower("ctx_switches_per_kop", "per 1k ops"))
     .evidence(&["contended_per_kop", "wait_lock_per_kop", "wakeups_per_kop"])
     .variants(
-        |(counting, wake), case| measure(&Herdless::new(RwSemConfig::new(counting, wake)), case),
+        |(counting, wake), case| {
+            measure(
+                &RwSem::with_config(RwSemConfig::new(counting, wake), [0; 8]),
+                case,
+            )
+        },
         [
             (
                 GENERIC_UNDER,
@@ -148,10 +154,10 @@ fn section() -> Section<Params> {
         ],
     )
     .variant(Variant::new(STD, Role::Peer, |case| {
-        measure(&Std::new(), case)
+        measure(&std::sync::RwLock::new([0; 8]), case)
     }))
     .variant(Variant::new(PARKING_LOT, Role::Peer, |case| {
-        measure(&ParkingLot::new(), case)
+        measure(&parking_lot::RwLock::new([0; 8]), case)
     }))
     .variant(Variant::new(PTHREAD, Role::Peer, |case| {
         measure(&Pthread::new()?, case)

@@ -475,15 +475,7 @@ mod tests {
     }
 
     fn verdict(met: bool, confidence: Confidence) -> Judgement {
-        Judgement {
-            met,
-            value: Quotient::Value(1.0),
-            case: 0,
-            label: "1".into(),
-            confidence,
-            reasons: Vec::new(),
-            disturbed: false,
-        }
+        Judgement::toy(met, 1.0, confidence)
     }
 
     #[test]

@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 
 use super::{Comparison, Judgement, Row, SIGNIFICANCE};
 use crate::harness::format::{fmt_num, fmt_quotient, fmt_spread};
-use crate::harness::grid::grid_aligned;
+use crate::harness::grid::grid;
 use crate::harness::wrap::{para, WIDTH};
 
 /// The comparison as text.
@@ -78,7 +78,7 @@ pub fn render(c: &Comparison, all_metrics: bool) -> String {
                     ]
                 })
                 .collect();
-            out.push_str(&grid_aligned(&header, &rows, 2, WIDTH));
+            out.push_str(&grid(&header, &rows, 2, WIDTH));
         }
     }
     for (which, list) in [("A", &c.only_in_a), ("B", &c.only_in_b)] {
@@ -171,19 +171,6 @@ mod tests {
     use super::*;
     use crate::harness::compare::TargetDiff;
     use crate::harness::outcome::Confidence;
-    use crate::harness::quotient::Quotient;
-
-    fn verdict(met: bool, value: f64, confidence: Confidence) -> Judgement {
-        Judgement {
-            met,
-            value: Quotient::Value(value),
-            case: 0,
-            label: "16".into(),
-            confidence,
-            reasons: Vec::new(),
-            disturbed: false,
-        }
-    }
 
     #[test]
     fn undecided_verdicts_print_their_leaning_and_are_counted_apart() {
@@ -191,16 +178,16 @@ mod tests {
         let c = Comparison {
             targets: vec![
                 diff(
-                    verdict(false, 4.82, Confidence::Low),
-                    verdict(true, 5.44, Confidence::Low),
+                    Judgement::toy(false, 4.82, Confidence::Low),
+                    Judgement::toy(true, 5.44, Confidence::Low),
                 ),
                 diff(
-                    verdict(true, 5.44, Confidence::Low),
-                    verdict(false, 3.0, Confidence::High),
+                    Judgement::toy(true, 5.44, Confidence::Low),
+                    Judgement::toy(false, 3.0, Confidence::High),
                 ),
                 diff(
-                    verdict(true, 5.44, Confidence::Low),
-                    verdict(true, 9.0, Confidence::High),
+                    Judgement::toy(true, 5.44, Confidence::Low),
+                    Judgement::toy(true, 9.0, Confidence::High),
                 ),
             ],
             ..Comparison::default()
