@@ -230,31 +230,26 @@ impl PackedSource {
         let r = self.header.part(n);
         // In place where the pack holds the part in memory (an object's
         // chunks, once fetched: `wait_ready` fetches them); else read
-        // into a buffer.
-        self.pack.wait_ready(r.start, (r.end - r.start) as usize);
+        // into a buffer of this thread's, kept: a fresh one per part would
+        // cost a page fault per page of it.
+        let len = (r.end - r.start) as usize;
+        self.pack.wait_ready(r.start, len);
         let mut digest = crc_fast::Digest::new(crc_fast::CrcAlgorithm::Crc64Nvme);
-        let in_place = self
+        let crc = if self
             .pack
-            .with_bytes(r.start, (r.end - r.start) as usize, &mut |b| {
-                digest.update(b);
-            });
-        let verdict = if in_place {
-            if digest.finalize() == self.header.part_crcs[n] {
-                Ok(())
-            } else {
-                Err("its checksum does not match (a corrupt pack)".to_string())
-            }
+            .with_bytes(r.start, len, &mut |b| digest.update(b))
+        {
+            Ok(digest.finalize())
         } else {
             CHECKED_PART.with_borrow_mut(|buf| {
-                // A buffer of this thread's, kept: a fresh one per part would
-                // cost a page fault per page of it.
-                buf.resize((r.end - r.start) as usize, 0);
-                match self.pack.read_at(r.start, buf) {
-                    Ok(()) if crc64(buf) == self.header.part_crcs[n] => Ok(()),
-                    Ok(()) => Err("its checksum does not match (a corrupt pack)".to_string()),
-                    Err(e) => Err(format!("it could not be read ({e})")),
-                }
+                buf.resize(len, 0);
+                self.pack.read_at(r.start, buf).map(|()| crc64(buf))
             })
+        };
+        let verdict = match crc {
+            Ok(c) if c == self.header.part_crcs[n] => Ok(()),
+            Ok(_) => Err("its checksum does not match (a corrupt pack)".to_string()),
+            Err(e) => Err(format!("it could not be read ({e})")),
         };
         let state = if verdict.is_ok() { GOOD } else { BAD };
         // `failed` may have marked it meanwhile: whoever stores first

@@ -137,7 +137,7 @@ impl HostCache {
 
     /// Chunk `i`, if the cache has it whole (`len` bytes); a hit marks it
     /// recently used.
-    pub(crate) fn read(&self, i: usize, len: usize) -> io::Result<Option<Vec<u8>>> {
+    fn read(&self, i: usize, len: usize) -> io::Result<Option<Vec<u8>>> {
         let mut f = match File::open(self.chunk_path(i)) {
             Ok(f) => f,
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
@@ -178,7 +178,7 @@ impl HostCache {
 
     /// Takes chunk `i`'s lock, waiting up to `patience` for another
     /// process holding it; `None` if it was still held then.
-    pub(crate) fn lock(&self, i: usize, patience: Duration) -> io::Result<Option<File>> {
+    fn lock(&self, i: usize, patience: Duration) -> io::Result<Option<File>> {
         let path = self.dir.join(format!("{i}.lock"));
         let file = File::options()
             .create(true)

@@ -399,9 +399,7 @@ impl ObjectSource {
     /// object), starting the fetches this reader now owns, so that they
     /// run together; the claims, to be waited for in order.
     fn claim_range(&self, offset: u64, end: u64) -> Vec<(usize, Claim)> {
-        let cs = self.core.chunk_size;
-        let (first, last) = ((offset / cs) as usize, ((end - 1) / cs) as usize);
-        (first..=last)
+        self.chunks_of(offset, end)
             .map(|i| {
                 let claim = self.core.chunks.claim(i);
                 if let Claim::Fetch = claim {
@@ -410,6 +408,12 @@ impl ObjectSource {
                 (i, claim)
             })
             .collect()
+    }
+
+    /// The chunks holding `[offset, end)` (non-empty).
+    fn chunks_of(&self, offset: u64, end: u64) -> std::ops::RangeInclusive<usize> {
+        let cs = self.core.chunk_size;
+        (offset / cs) as usize..=((end - 1) / cs) as usize
     }
 
     /// Chunk `i`, waiting for it if need be (its fetch started now if
@@ -476,25 +480,27 @@ impl PageSource for ObjectSource {
     /// Where the range lies in one chunk this process has: that chunk's
     /// bytes, kept until the source is dropped (`Ready` is final).
     fn memory_at(&self, offset: u64, len: usize) -> Option<*const u8> {
-        let cs = self.core.chunk_size;
-        let i = offset / cs;
-        let end = offset.checked_add(len as u64)?;
-        if len == 0 || end > self.core.len || (end - 1) / cs != i {
+        let end = offset
+            .checked_add(len as u64)
+            .filter(|&e| len > 0 && e <= self.core.len)?;
+        let chunks = self.chunks_of(offset, end);
+        if chunks.start() != chunks.end() {
             return None;
         }
-        let bytes = self.core.chunks.peek(i as usize)?;
-        let at = (offset - i * cs) as usize;
-        (at + len <= bytes.len()).then(|| bytes[at..].as_ptr())
+        let i = *chunks.start();
+        let bytes = self.core.chunks.peek(i)?;
+        // The kernel reads `len` bytes there: all of them in the chunk.
+        let part = part_of(&bytes, self.core.range(i).start, offset, end);
+        (part.len() == len).then_some(part.as_ptr())
     }
 
     /// Every chunk of the range fetched (or failed for good).
     fn ready(&self, offset: u64, len: usize) -> bool {
         let end = offset.saturating_add(len as u64).min(self.core.len);
-        if offset >= end {
-            return true;
-        }
-        let cs = self.core.chunk_size;
-        ((offset / cs)..=((end - 1) / cs)).all(|i| self.core.chunks.settled(i as usize))
+        offset >= end
+            || self
+                .chunks_of(offset, end)
+                .all(|i| self.core.chunks.settled(i))
     }
 
     /// Every chunk of the range already here, or `f` is not called.
@@ -508,29 +514,17 @@ impl PageSource for ObjectSource {
         if len == 0 {
             return true;
         }
-        let cs = self.core.chunk_size;
-        let chunks: Option<Vec<Bytes>> = ((offset / cs)..=((end - 1) / cs))
-            .map(|i| self.core.chunks.peek(i as usize))
+        let chunks: Option<Vec<(usize, Bytes)>> = self
+            .chunks_of(offset, end)
+            .map(|i| self.core.chunks.peek(i).map(|b| (i, b)))
             .collect();
         let Some(chunks) = chunks else {
             return false;
         };
-        let pieces: Option<Vec<&[u8]>> = chunks
-            .iter()
-            .enumerate()
-            .map(|(k, bytes)| {
-                let start = (offset / cs + k as u64) * cs;
-                let (lo, hi) = (start.max(offset), end.min(start + bytes.len() as u64));
-                bytes.get((lo - start) as usize..(hi.max(lo) - start) as usize)
-            })
-            .collect();
-        match pieces {
-            Some(pieces) if pieces.iter().map(|p| p.len()).sum::<usize>() == len => {
-                pieces.into_iter().for_each(f);
-                true
-            }
-            _ => false,
+        for (i, bytes) in &chunks {
+            f(part_of(bytes, self.core.range(*i).start, offset, end));
         }
+        true
     }
 
     /// The prefix held by chunks this process already has.
@@ -550,18 +544,18 @@ impl PageSource for ObjectSource {
     }
 }
 
+/// What `chunk` (starting at object offset `chunk_start`) holds of the
+/// object's bytes `[offset, end)` (empty if nothing).
+fn part_of(chunk: &[u8], chunk_start: u64, offset: u64, end: u64) -> &[u8] {
+    let lo = chunk_start.max(offset);
+    let hi = (chunk_start + chunk.len() as u64).min(end).max(lo);
+    &chunk[(lo - chunk_start) as usize..(hi - chunk_start) as usize]
+}
+
 /// Copies what `chunk` (starting at object offset `chunk_start`) holds of
 /// `buf` (starting at object offset `offset`).
 fn copy_part(chunk: &[u8], chunk_start: u64, offset: u64, buf: &mut [u8]) {
-    let lo = chunk_start.max(offset);
-    let hi = (chunk_start + chunk.len() as u64).min(offset + buf.len() as u64);
-    if lo >= hi {
-        return;
-    }
-    let (n, from, to) = (
-        (hi - lo) as usize,
-        (lo - chunk_start) as usize,
-        (lo - offset) as usize,
-    );
-    buf[to..to + n].copy_from_slice(&chunk[from..from + n]);
+    let part = part_of(chunk, chunk_start, offset, offset + buf.len() as u64);
+    let to = (chunk_start.max(offset) - offset) as usize;
+    buf[to..to + part.len()].copy_from_slice(part);
 }
