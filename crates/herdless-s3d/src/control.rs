@@ -31,7 +31,7 @@ pub(crate) struct Control {
     requests: AtomicU64,
 }
 
-/// What to do with a request once its latency has passed.
+/// What to do with a request (its latency runs meanwhile).
 pub(crate) enum Verdict {
     /// Serve it.
     Serve,

@@ -3,7 +3,19 @@
 //! frame per 4 KiB), which held this server to ~60–70 MB/s on two cores.
 //! The service lets `s3s` answer every GET (authentication, headers,
 //! errors) and then replaces a successful answer's body with the same
-//! bytes read here in [`FRAME`]-byte `pread`s on a blocking thread.
+//! bytes, sent from a read-only shared mapping of the object's file in
+//! [`FRAME`]-byte frames: the socket copies straight from the file's
+//! pages, with no read into a buffer and no blocking thread per body (the
+//! server stands in for a remote store, whose CPU is not the host's: the
+//! less of the host's CPU it takes, the truer the lab's S3 figures). Where
+//! the file cannot be mapped, the body is read in [`FRAME`]-byte `pread`s
+//! on a blocking thread instead.
+//!
+//! A mapping reads the file's pages as they are when sent: objects change
+//! here the way `s3s-fs` changes them, by a new file renamed over the old
+//! (a PUT), which leaves the mapped file whole. A file truncated in place
+//! under a GET being sent would fault the server (`SIGBUS`): nothing here
+//! does that, and tests change objects through the server.
 //!
 //! The object's file is opened before `s3s` answers and its inode compared
 //! with the path's afterwards: a PUT that replaced the object in between
@@ -15,10 +27,13 @@ use std::io;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Component, Path, PathBuf};
 use std::pin::Pin;
+use std::ptr::NonNull;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context, Poll};
 
 use bytes::Bytes;
 use futures_util::Stream;
+use rustix::mm;
 use s3s::stream::{ByteStream, RemainingLength};
 use tokio::sync::mpsc;
 
@@ -61,9 +76,14 @@ impl Opened {
         std::fs::metadata(&self.path).is_ok_and(|m| (m.dev(), m.ino()) == self.ino)
     }
 
-    /// `len` bytes from `first`, as a body of large frames read on a
-    /// blocking thread (two frames ahead at most).
+    /// `len` bytes from `first`, as a body of large frames: slices of a
+    /// mapping of the file, or (where it cannot be mapped) read on a
+    /// blocking thread, two frames ahead at most.
     pub(crate) fn body(self, first: u64, len: u64) -> s3s::Body {
+        if let Some(bytes) = mapping_of(&self.file, self.ino, first, len) {
+            let frames = Sliced { bytes, at: 0 };
+            return s3s::Body::from(Box::pin(frames) as s3s::stream::DynByteStream);
+        }
         let (tx, rx) = mpsc::channel(2);
         let file = self.file;
         tokio::task::spawn_blocking(move || {
@@ -85,6 +105,132 @@ impl Opened {
             remaining: usize::try_from(len).unwrap_or(usize::MAX),
         };
         s3s::Body::from(Box::pin(frames) as s3s::stream::DynByteStream)
+    }
+}
+
+/// A whole object file, mapped read-only and shared (its page-cache
+/// pages, faulted in as the socket first copies them), kept for the next
+/// GETs of the same file ([`mapping_of`]).
+struct Mapped {
+    base: NonNull<u8>,
+    len: usize,
+}
+
+// SAFETY: the mapping is read-only and owned by this value alone (unmapped
+// once, in `drop`); reading it from any thread is sound.
+unsafe impl Send for Mapped {}
+// SAFETY: as above; `&Mapped` only reads.
+unsafe impl Sync for Mapped {}
+
+impl Mapped {
+    /// `None` where the file is empty or cannot be mapped.
+    fn new(file: &File, len: u64) -> Option<Mapped> {
+        let len = usize::try_from(len).ok().filter(|&l| l > 0)?;
+        // SAFETY: a fresh mapping the kernel places (no address given), of
+        // an open file, read-only; nothing else refers to it.
+        let base = unsafe {
+            mm::mmap(
+                std::ptr::null_mut(),
+                len,
+                mm::ProtFlags::READ,
+                mm::MapFlags::SHARED,
+                file,
+                0,
+            )
+        }
+        .ok()?;
+        Some(Mapped {
+            base: NonNull::new(base.cast())?,
+            len,
+        })
+    }
+}
+
+impl Drop for Mapped {
+    fn drop(&mut self) {
+        // SAFETY: unmaps exactly the mapping made in `new`, which no slice
+        // outlives (every `Bytes` of it holds an `Arc` of this value).
+        let _ = unsafe { mm::munmap(self.base.as_ptr().cast(), self.len) };
+    }
+}
+
+/// A [`Mapped`] file as the bytes a `Bytes` owns.
+struct MappedBytes(Arc<Mapped>);
+
+impl AsRef<[u8]> for MappedBytes {
+    fn as_ref(&self) -> &[u8] {
+        // SAFETY: `len` bytes are mapped readable at `base` while the
+        // `Arc` lives, and the file held them all when mapped (module doc:
+        // it is never truncated in place).
+        unsafe { std::slice::from_raw_parts(self.0.base.as_ptr(), self.0.len) }
+    }
+}
+
+/// A file kept mapped, by its inode (device, number).
+type Kept = ((u64, u64), Arc<Mapped>);
+
+/// Files kept mapped, the latest last (a mapping holds its file, so its
+/// inode number is not reused while it is here).
+const MAPPINGS_KEPT: usize = 8;
+
+/// The bytes `[first, first + len)` of `file` (inode `ino`), from a
+/// mapping of the whole file made now or kept from an earlier GET; `None`
+/// where the file is shorter or cannot be mapped.
+fn mapping_of(file: &File, ino: (u64, u64), first: u64, len: u64) -> Option<Bytes> {
+    static KEPT: Mutex<Vec<Kept>> = Mutex::new(Vec::new());
+    let end = first.checked_add(len)?;
+    let size = file.metadata().ok()?.len();
+    let mut kept = KEPT.lock().unwrap_or_else(PoisonError::into_inner);
+    let found = kept
+        .iter()
+        .position(|(i, m)| *i == ino && m.len as u64 == size);
+    let mapped = match found {
+        Some(at) => Arc::clone(&kept[at].1),
+        None => {
+            let m = Arc::new(Mapped::new(file, size)?);
+            if kept.len() >= MAPPINGS_KEPT {
+                kept.remove(0);
+            }
+            kept.push((ino, Arc::clone(&m)));
+            m
+        }
+    };
+    drop(kept);
+    if end > mapped.len as u64 {
+        return None;
+    }
+    let whole = Bytes::from_owner(MappedBytes(mapped));
+    Some(whole.slice(usize::try_from(first).ok()?..usize::try_from(end).ok()?))
+}
+
+/// A mapped body, sent in [`FRAME`]-byte slices (no copy).
+struct Sliced {
+    bytes: Bytes,
+    at: usize,
+}
+
+impl Stream for Sliced {
+    type Item = Result<Bytes, s3s::StdError>;
+
+    fn poll_next(mut self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let (at, len) = (self.at, self.bytes.len());
+        if at >= len {
+            return Poll::Ready(None);
+        }
+        let end = len.min(at + FRAME);
+        self.at = end;
+        Poll::Ready(Some(Ok(self.bytes.slice(at..end))))
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        let left = self.bytes.len() - self.at;
+        (left, Some(left))
+    }
+}
+
+impl ByteStream for Sliced {
+    fn remaining_length(&self) -> RemainingLength {
+        RemainingLength::new_exact(self.bytes.len() - self.at)
     }
 }
 

@@ -4,8 +4,9 @@
 //! experiment restore snapshots from: a real S3-protocol server (the `s3s`
 //! crate, serving a directory through `s3s-fs`, with SigV4 authentication)
 //! listening on `127.0.0.1`, on a tokio runtime of its own, with controls
-//! a test needs and a real store does not give: latency added to every
-//! request (a round trip to a region), range GETs answered with `503 Slow
+//! a test needs and a real store does not give: a time to the first byte
+//! of every answer (a round trip to a region, the store's own work
+//! included), range GETs answered with `503 Slow
 //! Down` (a failing GET) or held until released (a slow GET), and a count
 //! of the range GETs served, by object and first byte (to see that a chunk
 //! was fetched once).
@@ -217,7 +218,11 @@ impl S3Server {
         Ok(out.output.e_tag.map(|t| t.into_value()).unwrap_or_default())
     }
 
-    /// Adds `latency` to every request from now on (zero: none).
+    /// From now on, no answer starts before `latency` has passed since
+    /// its request arrived (zero: none): a round trip to a region. The
+    /// server works the answer out meanwhile, as a remote store works out
+    /// its own within its latency; a held GET answers once released, and
+    /// not before its latency.
     pub fn set_latency(&self, latency: Duration) {
         self.control.set_latency(latency);
     }

@@ -26,8 +26,10 @@
 //! bytes are not here yet ([`PageSource::ready`](crate::PageSource::ready))
 //! is left for later, and the ranges after it that are ready are filled
 //! meanwhile; the next sweep over those left fills the ones that have
-//! arrived, and one that finds none waits for the first. So the copies
-//! keep pace with the fetches instead of waiting behind the slowest.
+//! arrived, and one that finds none waits for the source's next arrival
+//! ([`PageSource::wait_arrival`](crate::PageSource::wait_arrival)),
+//! whichever range it brings. So the copies keep pace with the fetches
+//! instead of waiting behind the slowest.
 //!
 //! # EEXIST and partial EAGAIN
 //! A copy that meets a present page stops there: the pages before it are
@@ -70,6 +72,12 @@ use crate::space::Space;
 /// assert_eq!(CHUNK_PAGES * 4096, 256 << 10);
 /// ```
 pub const CHUNK_PAGES: usize = 64;
+
+/// How long a prefetch that found nothing ready waits for the source's
+/// next arrival before it waits for the first range it has left (module
+/// doc): long enough to span a GET's round trip, short enough that a
+/// fault-served stall costs little.
+const ARRIVAL_PATIENCE: std::time::Duration = std::time::Duration::from_millis(50);
 
 /// Passes over the plan at most: the first, then again while pages of it
 /// are still missing (the source failed on them, or a deferral outlasted
@@ -148,9 +156,11 @@ pub(crate) fn run(sh: &Shared, plan: &[Range<usize>], chunk: usize, lane: usize,
             sh.fill_pages(range, Ask::Prefetch, run_max, &mut scratch, on_deferred);
         };
         // Ready first (module doc): each sweep fills, in order, the ranges
-        // whose bytes are here and leaves the others for the next; a sweep
-        // that finds none waits for the first left. So there are at most
-        // as many sweeps as the source has arrivals (an object's chunks).
+        // whose bytes are here and leaves the others for the next. A sweep
+        // that finds none waits for the source's next arrival (any range's
+        // bytes), and only where none comes within ARRIVAL_PATIENCE (or
+        // the source counts none) for the first range left. The count is
+        // read before the sweep looks: an arrival during the sweep is seen.
         let ready = |r: &Range<usize>| {
             let bytes = (r.end - r.start) * sh.page_size(r.start);
             sh.source.ready(sh.space.source_offset(r.start), bytes)
@@ -163,6 +173,7 @@ pub(crate) fn run(sh: &Shared, plan: &[Range<usize>], chunk: usize, lane: usize,
             .collect();
         while !left.is_empty() {
             let before = left.len();
+            let seen = sh.source.arrivals();
             let mut stopped = false;
             left.retain(|r| {
                 if stopped || sh.stopping() {
@@ -178,7 +189,7 @@ pub(crate) fn run(sh: &Shared, plan: &[Range<usize>], chunk: usize, lane: usize,
             if stopped {
                 return;
             }
-            if left.len() == before {
+            if left.len() == before && sh.source.wait_arrival(seen, ARRIVAL_PATIENCE) == seen {
                 fill(left.remove(0));
             }
         }

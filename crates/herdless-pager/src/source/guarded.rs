@@ -133,6 +133,17 @@ impl GuardedSource {
         guarded(|| self.inner.ready(offset, len)).unwrap_or(true)
     }
 
+    /// See [`PageSource::arrivals`]; 0 on a panic.
+    pub(crate) fn arrivals(&self) -> u64 {
+        guarded(|| self.inner.arrivals()).unwrap_or(0)
+    }
+
+    /// See [`PageSource::wait_arrival`]; `seen` on a panic (the caller
+    /// then reads what it wants, which reports the source's failure).
+    pub(crate) fn wait_arrival(&self, seen: u64, patience: std::time::Duration) -> u64 {
+        guarded(|| self.inner.wait_arrival(seen, patience)).unwrap_or(seen)
+    }
+
     /// See [`PageSource::resident`]; clamped to `len`, 0 on a panic.
     pub(crate) fn resident(&self, offset: u64, len: usize) -> usize {
         guarded(|| self.inner.resident(offset, len)).map_or(0, |n| n.min(len))

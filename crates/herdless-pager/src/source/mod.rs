@@ -145,6 +145,35 @@ pub trait PageSource: Send + Sync + 'static {
         true
     }
 
+    /// How many of the source's fetches have ended so far (a count that
+    /// only grows): a prefetch that found no range [`ready`](PageSource::ready)
+    /// waits for the next with [`wait_arrival`](PageSource::wait_arrival)
+    /// instead of waiting behind one range whose bytes may come last. The
+    /// default, for sources whose reads are short, never changes.
+    ///
+    /// ```
+    /// use herdless_pager::{MemSource, PageSource};
+    /// assert_eq!(MemSource::new(vec![0u8; 4096]).arrivals(), 0);
+    /// ```
+    fn arrivals(&self) -> u64 {
+        0
+    }
+
+    /// Waits until [`arrivals`](PageSource::arrivals) is past `seen`, or
+    /// `patience` has passed; returns the count then. The default returns
+    /// at once (nothing ever arrives: the caller reads what it wants).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use herdless_pager::{MemSource, PageSource};
+    /// let src = MemSource::new(vec![0u8; 4096]);
+    /// assert_eq!(src.wait_arrival(0, Duration::from_secs(60)), 0); // at once
+    /// ```
+    fn wait_arrival(&self, seen: u64, patience: std::time::Duration) -> u64 {
+        let _ = (seen, patience);
+        self.arrivals()
+    }
+
     /// With [`memory`](PageSource::memory): how many bytes from `offset`
     /// (page-aligned, at most `len`) can be copied from it without blocking
     /// (a file's pages in the page cache). The default says all of them.
@@ -201,5 +230,11 @@ impl<S: PageSource + ?Sized> PageSource for std::sync::Arc<S> {
     }
     fn ready(&self, offset: u64, len: usize) -> bool {
         (**self).ready(offset, len)
+    }
+    fn arrivals(&self) -> u64 {
+        (**self).arrivals()
+    }
+    fn wait_arrival(&self, seen: u64, patience: std::time::Duration) -> u64 {
+        (**self).wait_arrival(seen, patience)
     }
 }

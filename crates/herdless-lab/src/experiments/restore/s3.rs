@@ -2,8 +2,10 @@
 //! working set as the first table, served by `herdless-uffd` from
 //! `s3://` through its chunk cache, from an S3 server in this process
 //! (`herdless-s3d`: s3s over s3s-fs, the objects on tmpfs, on 127.0.0.1)
-//! that adds a round trip of 0, 5 or 20 ms to every request. Rows: that
-//! latency; 4 workload threads, 4 handler threads. Variants:
+//! whose answers start 0, 5 or 20 ms after their requests arrive (a
+//! round trip, the server's own work done within it, as a remote store's
+//! is). Rows: that latency; 4 workload threads, 4 handler threads.
+//! Variants:
 //! - `local-prefetch`: the first table's `prefetch`, from the local file;
 //! - `s3-prefetch` (after): the recorded working set prefetched from its
 //!   pack (`TRACE.pages` beside the trace in the bucket: the working set's

@@ -293,9 +293,34 @@ impl PackedSource {
     }
 }
 
+/// How long [`PackedSource::wait_arrival`] waits on the pack before it
+/// looks at the memory's arrivals again.
+const ARRIVAL_SLICE: std::time::Duration = std::time::Duration::from_millis(2);
+
 impl PageSource for PackedSource {
     fn len(&self) -> u64 {
         self.memory.len()
+    }
+
+    /// The pack's arrivals and the memory's.
+    fn arrivals(&self) -> u64 {
+        self.pack.arrivals().wrapping_add(self.memory.arrivals())
+    }
+
+    /// Waits on the pack's arrivals (where a prefetch's bytes come from),
+    /// [`ARRIVAL_SLICE`] at a time, looking at the memory's in between
+    /// (pieces outside the pack, or parts found bad, come from there).
+    fn wait_arrival(&self, seen: u64, patience: std::time::Duration) -> u64 {
+        let deadline = std::time::Instant::now() + patience;
+        loop {
+            let (p, m) = (self.pack.arrivals(), self.memory.arrivals());
+            let now = p.wrapping_add(m);
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            if now != seen || left.is_zero() {
+                return now;
+            }
+            self.pack.wait_arrival(p, left.min(ARRIVAL_SLICE));
+        }
     }
 
     fn may_touch_region(&self) -> bool {

@@ -21,8 +21,27 @@
 //! lost wakeup: both happen under the lock). `Ready` and `Failed` are
 //! final: a failed chunk is not fetched again during this restore (its
 //! pages are poisoned on access; see `fetch.rs` for the retries before).
+//!
+//! # Looking without the lock
+//! The prefetch asks, for every range it has left, whether its chunk is
+//! here ([`settled`](Chunks::settled)) and where its bytes are
+//! ([`peek`](Chunks::peek)), many times per arrival: those two read a
+//! slot's final outcome without its lock, from a `OnceLock` that
+//! `complete` sets before it takes the lock to set the state (std's
+//! `OnceLock` publishes the value whole to whoever finds it set). A reader
+//! that does not find it yet looks again later, or waits under the lock,
+//! where the final state is set after it.
+//!
+//! # Arrivals
+//! Besides each slot's own wake, every fetch that ends is counted once,
+//! under one more lock, and wakes whoever waits for *any* arrival (a
+//! prefetch that found nothing ready: `restore/prefetch.rs`). The count
+//! is raised after the slot's final state is set, and read under the same
+//! lock a waiter sleeps under: a waiter that saw count `n` and sleeps is
+//! woken by the arrival that makes it `n + 1` (no lost wakeup), and finds
+//! that chunk settled when it looks again.
 
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, PoisonError};
 
 use bytes::Bytes;
 
@@ -41,6 +60,9 @@ enum State {
 struct Slot {
     state: Mutex<State>,
     done: Condvar,
+    /// The final state's outcome, for readers that do not lock (module
+    /// doc).
+    outcome: OnceLock<Result<Bytes, Failure>>,
 }
 
 /// What a reader asking for a chunk must do.
@@ -56,9 +78,11 @@ pub(crate) enum Claim {
     Wait,
 }
 
-/// Every chunk's slot.
+/// Every chunk's slot, and the count of fetches ended (module doc).
 pub(crate) struct Chunks {
     slots: Box<[Slot]>,
+    arrived: Mutex<u64>,
+    any: Condvar,
 }
 
 fn lock(slot: &Slot) -> MutexGuard<'_, State> {
@@ -75,8 +99,11 @@ impl Chunks {
                 .map(|_| Slot {
                     state: Mutex::new(State::Absent),
                     done: Condvar::new(),
+                    outcome: OnceLock::new(),
                 })
                 .collect(),
+            arrived: Mutex::new(0),
+            any: Condvar::new(),
         }
     }
 
@@ -123,29 +150,50 @@ impl Chunks {
         }
     }
 
-    /// Chunk `i` if it is here, without waiting.
-    pub(crate) fn peek(&self, i: usize) -> Option<Bytes> {
-        match &*lock(&self.slots[i]) {
-            State::Ready(b) => Some(b.clone()),
-            _ => None,
-        }
+    /// Chunk `i` if it is here, without waiting or locking (module doc).
+    pub(crate) fn peek(&self, i: usize) -> Option<&Bytes> {
+        self.slots[i].outcome.get()?.as_ref().ok()
     }
 
-    /// Whether chunk `i`'s fetch has ended (here, or failed for good).
+    /// Whether chunk `i`'s fetch has ended (here, or failed for good),
+    /// without locking (module doc).
     pub(crate) fn settled(&self, i: usize) -> bool {
-        matches!(&*lock(&self.slots[i]), State::Ready(_) | State::Failed(_))
+        self.slots[i].outcome.get().is_some()
     }
 
     /// Ends the fetch of chunk `i` (called once, by its owner) and wakes
     /// everyone waiting for it.
     pub(crate) fn complete(&self, i: usize, outcome: Result<Bytes, Failure>) {
         let slot = &self.slots[i];
+        // Published first, for the readers that do not lock (module doc);
+        // `complete` is called once per chunk, so the cell is empty here.
+        let _ = slot.outcome.set(outcome.clone());
         let mut s = lock(slot);
         *s = match outcome {
             Ok(b) => State::Ready(b),
             Err(f) => State::Failed(f),
         };
         slot.done.notify_all();
+        drop(s);
+        let mut n = self.arrived.lock().unwrap_or_else(PoisonError::into_inner);
+        *n += 1;
+        self.any.notify_all();
+    }
+
+    /// Fetches ended so far.
+    pub(crate) fn arrivals(&self) -> u64 {
+        *self.arrived.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Waits until more than `seen` fetches have ended, or `patience` has
+    /// passed; the count then.
+    pub(crate) fn wait_arrival(&self, seen: u64, patience: std::time::Duration) -> u64 {
+        let n = self.arrived.lock().unwrap_or_else(PoisonError::into_inner);
+        let (n, _) = self
+            .any
+            .wait_timeout_while(n, patience, |n| *n <= seen)
+            .unwrap_or_else(PoisonError::into_inner);
+        *n
     }
 
     /// Waits until the fetch of chunk `i` (claimed by the caller or by
@@ -202,5 +250,37 @@ mod tests {
         assert!(chunks.claim_queued(1));
         chunks.complete(1, Err("gone".into()));
         assert!(matches!(chunks.claim(1), Claim::Failed(f) if &*f == "gone"));
+    }
+
+    #[test]
+    fn every_ended_fetch_is_an_arrival_and_wakes_who_waits_for_one() {
+        use std::time::Duration;
+        let chunks = Arc::new(Chunks::new(3));
+        assert_eq!(chunks.arrivals(), 0);
+        assert!(!chunks.settled(0) && chunks.peek(0).is_none());
+        let waiter = {
+            let c = Arc::clone(&chunks);
+            // A lost wakeup would show as this waiting out its minute.
+            std::thread::spawn(move || c.wait_arrival(0, Duration::from_secs(60)))
+        };
+        assert!(matches!(chunks.claim(1), Claim::Fetch));
+        chunks.complete(1, Ok(Bytes::from_static(b"one")));
+        assert_eq!(waiter.join().unwrap(), 1);
+        assert!(chunks.settled(1));
+        assert_eq!(chunks.peek(1).map(|b| &b[..]), Some(&b"one"[..]));
+        // Past `seen` already: at once, whatever the patience.
+        assert_eq!(chunks.wait_arrival(0, Duration::from_secs(3600)), 1);
+        assert!(matches!(chunks.claim(2), Claim::Fetch));
+        chunks.complete(2, Err("gone".into()));
+        assert_eq!(chunks.arrivals(), 2);
+        assert!(
+            chunks.settled(2) && chunks.peek(2).is_none(),
+            "failed: settled, no bytes"
+        );
+        assert_eq!(
+            chunks.wait_arrival(2, Duration::ZERO),
+            2,
+            "none more: the patience ends it"
+        );
     }
 }

@@ -31,9 +31,10 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use futures_util::FutureExt;
+use futures_util::{FutureExt, StreamExt};
 use object_store::{GetOptions, GetRange};
 
+use super::buffer::ChunkBuf;
 use super::chunks::Chunks;
 use super::error::ObjectError;
 use super::host_cache::{HostCache, Lookup};
@@ -144,7 +145,7 @@ impl Core {
                 if t0.elapsed() > Duration::from_millis(1) {
                     self.counters.add(&self.counters.host_lock_waits, 1);
                 }
-                return Ok(Bytes::from(bytes));
+                return Ok(bytes);
             }
             Ok(Lookup::Locked(file)) => Some(file),
             Ok(Lookup::LockTimedOut) => {
@@ -186,7 +187,7 @@ impl Core {
         let mut tries = 0;
         loop {
             let t0 = Instant::now();
-            let err = match self.get_once(range.clone()).await {
+            let err = match self.get_once(range.clone(), want).await {
                 Ok(bytes) if bytes.len() == want => {
                     let c = &self.counters;
                     c.fetch_latency.record(t0.elapsed());
@@ -214,9 +215,11 @@ impl Core {
         }
     }
 
-    /// One range GET, its answer's ETag checked against the one at the
-    /// start (a store that ignores `If-Match` is caught here).
-    async fn get_once(&self, range: Range<u64>) -> Result<Bytes, ObjectError> {
+    /// One range GET of `want` bytes, its answer's ETag checked against
+    /// the one at the start (a store that ignores `If-Match` is caught
+    /// here), its body copied as it arrives into a buffer of the chunk's
+    /// own (`buffer.rs`).
+    async fn get_once(&self, range: Range<u64>, want: usize) -> Result<Bytes, ObjectError> {
         let opts = GetOptions {
             range: Some(GetRange::Bounded(range)),
             if_match: self.etag.clone(),
@@ -237,9 +240,18 @@ impl Core {
                 now: now.clone(),
             });
         }
-        res.bytes()
-            .await
-            .map_err(|e| classify(&self.loc, self.etag.as_deref(), e))
+        let failed = |e| classify(&self.loc, self.etag.as_deref(), e);
+        let mut buf = ChunkBuf::with_capacity(want);
+        let mut body = res.into_stream();
+        while let Some(frame) = body.next().await {
+            if !buf.push(&frame.map_err(failed)?) {
+                return Err(ObjectError::Other {
+                    url: self.loc.shown.clone(),
+                    reason: format!("a GET of {want} bytes returned more"),
+                });
+            }
+        }
+        Ok(buf.freeze())
     }
 
     /// Queues `chunks` (in this order) for the prefetch, skipping those

@@ -43,8 +43,11 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::time::{Duration, Instant, SystemTime};
 
+use bytes::Bytes;
 use md5::Digest;
 use rustix::fs::FlockOperation;
+
+use super::buffer::ChunkBuf;
 
 /// Temporary files older than this are a crashed writer's: eviction
 /// deletes them.
@@ -53,7 +56,7 @@ const STALE_TMP: Duration = Duration::from_secs(600);
 /// What [`HostCache::find_or_lock`] found.
 pub(crate) enum Lookup {
     /// The chunk, whole.
-    Found(Vec<u8>),
+    Found(Bytes),
     /// Not there: this process holds its lock and fetches it.
     Locked(File),
     /// Not there, and another process held its lock past the patience.
@@ -137,23 +140,28 @@ impl HostCache {
 
     /// Chunk `i`, if the cache has it whole (`len` bytes); a hit marks it
     /// recently used.
-    fn read(&self, i: usize, len: usize) -> io::Result<Option<Vec<u8>>> {
+    fn read(&self, i: usize, len: usize) -> io::Result<Option<Bytes>> {
         let mut f = match File::open(self.chunk_path(i)) {
             Ok(f) => f,
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
             Err(e) => return Err(e),
         };
-        let mut bytes = Vec::with_capacity(len);
-        Read::by_ref(&mut f)
-            .take(len as u64 + 1)
-            .read_to_end(&mut bytes)?;
-        if bytes.len() != len {
+        let mut buf = ChunkBuf::with_capacity(len);
+        while buf.len() < len {
+            match f.read(buf.spare()) {
+                Ok(0) => break,
+                Ok(n) => buf.filled(n),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        if buf.len() != len || f.read(&mut [0u8; 1])? != 0 {
             // Not what this process would have written: not used.
             return Ok(None);
         }
         // Least recently used: a hit is a use (best effort).
         let _ = f.set_modified(SystemTime::now());
-        Ok(Some(bytes))
+        Ok(Some(buf.freeze()))
     }
 
     /// Chunk `i` if the cache has it; otherwise its lock, and the chunk if

@@ -39,6 +39,7 @@
 //! The source keeps the chunks it has read in memory until it is dropped
 //! (the host cache keeps them on disk for the others).
 
+mod buffer;
 mod chunks;
 mod error;
 mod fetch;
@@ -490,7 +491,7 @@ impl PageSource for ObjectSource {
         let i = *chunks.start();
         let bytes = self.core.chunks.peek(i)?;
         // The kernel reads `len` bytes there: all of them in the chunk.
-        let part = part_of(&bytes, self.core.range(i).start, offset, end);
+        let part = part_of(bytes, self.core.range(i).start, offset, end);
         (part.len() == len).then_some(part.as_ptr())
     }
 
@@ -501,6 +502,15 @@ impl PageSource for ObjectSource {
             || self
                 .chunks_of(offset, end)
                 .all(|i| self.core.chunks.settled(i))
+    }
+
+    /// Chunks fetched (or failed for good) so far.
+    fn arrivals(&self) -> u64 {
+        self.core.chunks.arrivals()
+    }
+
+    fn wait_arrival(&self, seen: u64, patience: std::time::Duration) -> u64 {
+        self.core.chunks.wait_arrival(seen, patience)
     }
 
     /// Every chunk of the range already here, or `f` is not called.
@@ -514,7 +524,7 @@ impl PageSource for ObjectSource {
         if len == 0 {
             return true;
         }
-        let chunks: Option<Vec<(usize, Bytes)>> = self
+        let chunks: Option<Vec<(usize, &Bytes)>> = self
             .chunks_of(offset, end)
             .map(|i| self.core.chunks.peek(i).map(|b| (i, b)))
             .collect();
@@ -537,7 +547,7 @@ impl PageSource for ObjectSource {
             let Some(bytes) = self.core.chunks.peek(i) else {
                 break;
             };
-            copy_part(&bytes, i as u64 * cs, offset, buf);
+            copy_part(bytes, i as u64 * cs, offset, buf);
             at = (i as u64 + 1) * cs;
         }
         Ok(usize::try_from(at.min(end).saturating_sub(offset)).unwrap_or(0))
