@@ -11,10 +11,12 @@
 //! the file cannot be mapped, the body is read in [`FRAME`]-byte `pread`s
 //! on a blocking thread instead.
 //!
-//! A mapping reads the file's pages as they are when sent: objects change
-//! here the way `s3s-fs` changes them, by a new file renamed over the old
-//! (a PUT), which leaves the mapped file whole. A file truncated in place
-//! under a GET being sent would fault the server (`SIGBUS`): nothing here
+//! The last few files sent stay mapped for the next GETs of the same file
+//! (same inode and size), so that a GET costs no `mmap`. A mapping reads
+//! the file's pages as they are when sent: objects change here the way
+//! `s3s-fs` changes them, by a new file renamed over the old (a PUT),
+//! which leaves the mapped file whole. A file truncated in place while a
+//! GET of it is being sent would fault the server (`SIGBUS`): nothing here
 //! does that, and tests change objects through the server.
 //!
 //! The object's file is opened before `s3s` answers and its inode compared
