@@ -416,7 +416,10 @@ impl PageSource for PackedSource {
                         self.counters.served.fetch_add(n as u64, Relaxed);
                         n
                     } else if self.parts_of(at, p.len).any(|n| state(n) == BAD) {
-                        self.memory.read_nowait(p.mem, out)?
+                        // Served from the memory instead, as `read_at` counts it.
+                        let n = self.memory.read_nowait(p.mem, out)?;
+                        self.counters.fell_back.fetch_add(n as u64, Relaxed);
+                        n
                     } else {
                         0
                     }
