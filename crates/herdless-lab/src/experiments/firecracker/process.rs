@@ -186,7 +186,7 @@ impl Vm {
         let vm = Vm {
             process,
             input,
-            api: Api::new(&socket),
+            api: Api::new(&socket)?,
             lines,
             seen: Vec::new(),
             logger,

@@ -238,7 +238,7 @@ fn restore(
     let loaded = vm
         .api
         .send(
-            "PUT",
+            reqwest::Method::PUT,
             "/snapshot/load",
             &load,
             FIRST_PASS_WITHIN,
