@@ -137,15 +137,6 @@ fn section(title: &'static str, mixed: bool) -> Section<Params> {
     )
 }
 
-/// Closes the channel on drop, so the readers exit on every path.
-struct CloseOnDrop<'a>(&'a Channel<u64>);
-
-impl Drop for CloseOnDrop<'_> {
-    fn drop(&mut self) {
-        self.0.close();
-    }
-}
-
 /// What the timed part of a run counted.
 struct Timed {
     elapsed: Duration,
@@ -166,8 +157,11 @@ fn measure(mode: WakeMode, case: &Case<Params>) -> Result<Sample, LabError> {
     let (channel, received, poll_misses) = (&channel, &received, &poll_misses);
 
     let timed = thread::scope(|s| -> Result<Timed, LabError> {
-        // Dropped before the handles are joined below, on every path.
-        let close = CloseOnDrop(channel);
+        // Closes the channel, so the readers exit, before the handles are
+        // joined below, on every path.
+        let close = scopeguard::guard(channel, |c| {
+            c.close();
+        });
         let handles = spawn_each(s, "reader", readers, move |i| {
             if i < pollers {
                 poll_loop(channel, received, poll_misses);

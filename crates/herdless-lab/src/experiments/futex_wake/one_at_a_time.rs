@@ -46,25 +46,6 @@ pub struct Params {
 /// The measurement.
 pub struct OneAtATime;
 
-/// On drop, sets the word to 1 and wakes everybody still waiting on it (on
-/// the normal path nobody is), then opens the exit gate, so the workers exit
-/// on every path.
-struct Release<'a, B: Backend> {
-    backend: &'a B,
-    word: &'a AtomicU32,
-    gate: &'a AtomicU32,
-}
-
-impl<B: Backend> Drop for Release<'_, B> {
-    fn drop(&mut self) {
-        // Each store precedes its wake, as every futex protocol requires.
-        self.word.store(1, Ordering::SeqCst);
-        self.backend.wake(self.word, usize::MAX);
-        self.gate.store(1, Ordering::SeqCst);
-        let _ = futex::wake(self.gate, futex::Flags::PRIVATE, i32::MAX as u32);
-    }
-}
-
 /// Parks a woken worker on the exit gate (the kernel's futex, the same for
 /// every backend) until the measurement is over: a thread exiting while the
 /// clock runs would disturb the waker (stack unmapping, TLB shootdowns).
@@ -89,12 +70,17 @@ impl Measure for OneAtATime {
         let workers = &placement.workers[..];
         let _driver = Pin::current_to(&placement.driver)?;
         thread::scope(|s| {
-            // Dropped at the end of this closure, before the scope joins.
-            let _release = Release {
-                backend,
-                word,
-                gate,
-            };
+            // At the end of this closure, before the scope joins, on every
+            // path: sets the word to 1 and wakes everybody still waiting on
+            // it (on the normal path nobody is), then opens the exit gate,
+            // so the workers exit. Each store precedes its wake, as every
+            // futex protocol requires.
+            let _release = scopeguard::guard((), |()| {
+                word.store(1, Ordering::SeqCst);
+                backend.wake(word, usize::MAX);
+                gate.store(1, Ordering::SeqCst);
+                let _ = futex::wake(gate, futex::Flags::PRIVATE, i32::MAX as u32);
+            });
             let slots = &tids;
             spawn_each(s, "waiter", n, move |i| {
                 // Unpinned if pinning fails: slower, still correct.

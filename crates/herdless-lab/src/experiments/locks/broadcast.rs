@@ -104,24 +104,6 @@ impl Workload for Broadcast {
     }
 }
 
-/// On drop (every path, errors included), lets every waiter out: sets the
-/// flag, notifies, and opens the exit gate, so the scope can join them.
-struct Release<'a, M: Monitor<Flag>> {
-    monitor: &'a M,
-    exit: &'a PipeGate,
-    waiters: usize,
-}
-
-impl<M: Monitor<Flag>> Drop for Release<'_, M> {
-    fn drop(&mut self) {
-        self.monitor.with(|f| f.go = true);
-        self.monitor.notify_all(GO);
-        // A failed write leaves waiters blocked and the join hanging; it
-        // cannot fail on a pipe we hold both ends of with room to spare.
-        let _ = self.exit.open(self.waiters);
-    }
-}
-
 /// One broadcast to fresh waiters; counts futex calls if `counter` is given.
 fn round<M: Monitor<Flag>>(p: Params, counter: Option<&FutexCalls>) -> Result<Round, LabError> {
     let n = p.waiters;
@@ -137,11 +119,16 @@ fn round<M: Monitor<Flag>>(p: Params, counter: Option<&FutexCalls>) -> Result<Ro
     let (exit, all_done, finished, sleeps, last_ran_ns) =
         (&exit, &all_done, &finished, &sleeps, &last_ran_ns);
     thread::scope(|s| {
-        let _release = Release {
-            monitor,
-            exit,
-            waiters: n,
-        };
+        // On every path, errors included, lets every waiter out: sets the
+        // flag, notifies, and opens the exit gate, so the scope can join
+        // them. (A failed write would leave waiters blocked and the join
+        // hanging; it cannot fail on a pipe we hold both ends of with room
+        // to spare.)
+        let _release = scopeguard::guard((), |()| {
+            monitor.with(|f| f.go = true);
+            monitor.notify_all(GO);
+            let _ = exit.open(n);
+        });
         let slots = &tids;
         spawn_each(s, "waiter", n, move |i| {
             slots[i].store(current_tid(), Ordering::Release);
