@@ -18,7 +18,9 @@ use std::sync::Arc;
 use herdless::Channel;
 use serde::Serialize;
 
-use super::runtime::{run_tasks, yield_now, Counted, Runtime};
+use smol::future::yield_now;
+
+use super::runtime::{run_tasks, Counted, Runtime};
 use crate::harness::{Case, LabError, Sample};
 
 /// Parameters of one row.

@@ -61,13 +61,13 @@ pub fn measure(lock: AsyncMutex, case: &Case<Params>) -> Result<Sample, LabError
     for _ in 0..p.rounds {
         let woken = Arc::new(WokenAt::default());
         let survivor_waker = Waker::from(woken.clone());
-        // One body for the three locks.
+        // One body for the four locks; `$l => $try` takes the lock if it
+        // is free, as an `Option`.
         macro_rules! round {
-            ($lock:expr, $try:ident, $acquire:ident) => {{
+            ($lock:expr, $l:ident => $try:expr, $acquire:ident) => {{
                 let lock = $lock;
-                let held = lock
-                    .$try()
-                    .ok_or_else(|| LabError::Sample("lock busy".into()))?;
+                let $l = &lock;
+                let held = $try.ok_or_else(|| LabError::Sample("lock busy".into()))?;
                 let mut waiters: Vec<Pin<Box<_>>> = (0..p.cancelled)
                     .map(|_| Box::pin(lock.$acquire()))
                     .collect();
@@ -98,32 +98,18 @@ pub fn measure(lock: AsyncMutex, case: &Case<Params>) -> Result<Sample, LabError
             }};
         }
         total_ns += match lock {
-            AsyncMutex::Herdless => round!(herdless::Mutex::new(0u64), try_lock, lock_async),
-            AsyncMutex::HerdlessRwSem => round!(RwSem::new(0u64), try_write, write_async),
-            AsyncMutex::Tokio => round!(tokio::sync::Mutex::new(0u64), try_lock_ok, lock),
-            AsyncMutex::AsyncLock => round!(async_lock::Mutex::new(0u64), try_lock, lock),
+            AsyncMutex::Herdless => {
+                round!(herdless::Mutex::new(0u64), l => l.try_lock(), lock_async)
+            }
+            AsyncMutex::HerdlessRwSem => round!(RwSem::new(0u64), l => l.try_write(), write_async),
+            AsyncMutex::Tokio => {
+                round!(tokio::sync::Mutex::new(0u64), l => l.try_lock().ok(), lock)
+            }
+            AsyncMutex::AsyncLock => round!(async_lock::Mutex::new(0u64), l => l.try_lock(), lock),
         };
     }
     let rounds = f64::from(p.rounds);
     Ok(Sample::new()
         .with("handoff_ns", total_ns as f64 / rounds)
         .with("survivor_wakes", survivor_wakes as f64 / rounds))
-}
-
-/// `tokio::sync::Mutex::try_lock` as an `Option`, like the others.
-trait TryLockOk {
-    type Guard<'a>
-    where
-        Self: 'a;
-    fn try_lock_ok(&self) -> Option<Self::Guard<'_>>;
-}
-
-impl<T> TryLockOk for tokio::sync::Mutex<T> {
-    type Guard<'a>
-        = tokio::sync::MutexGuard<'a, T>
-    where
-        T: 'a;
-    fn try_lock_ok(&self) -> Option<tokio::sync::MutexGuard<'_, T>> {
-        self.try_lock().ok()
-    }
 }

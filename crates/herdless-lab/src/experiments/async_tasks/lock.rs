@@ -23,7 +23,9 @@ use std::sync::Arc;
 use herdless::{Mutex, MutexAsyncExt, RwSem, RwSemAsyncExt};
 use serde::Serialize;
 
-use super::runtime::{run_tasks, yield_now, Counted, Runtime};
+use smol::future::yield_now;
+
+use super::runtime::{run_tasks, Counted, Runtime};
 use crate::harness::{Case, LabError, Sample};
 
 /// Parameters of one row.

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
-use crate::harness::gang::STACK_SIZE;
+use crate::harness::gang::{join_each, spawn_each, STACK_SIZE};
 use crate::harness::LabError;
 
 /// A multi-threaded runtime with one worker per CPU.
@@ -61,22 +61,6 @@ impl<F: Future> Future for Counted<F> {
     }
 }
 
-/// Returns `Pending` once, waking itself: lets the other tasks on this
-/// worker run (either runtime's `yield_now`, without naming one).
-pub async fn yield_now() {
-    let mut yielded = false;
-    std::future::poll_fn(|cx| {
-        if yielded {
-            Poll::Ready(())
-        } else {
-            yielded = true;
-            cx.waker().wake_by_ref();
-            Poll::Pending
-        }
-    })
-    .await
-}
-
 /// Runs every future in `tasks` as a task on `runtime` (a fresh one, with
 /// one worker per CPU), waits for all of them, and returns the time from
 /// the first spawn to the last completion. A task that panics is an error.
@@ -103,37 +87,29 @@ where
             Ok(start.elapsed())
         }
         Runtime::Smol => {
-            let ex = Arc::new(smol::Executor::new());
+            let ex = smol::Executor::new();
             let (stop, stopped) = async_channel::bounded::<()>(1);
-            let mut threads = Vec::new();
-            for i in 0..workers() {
-                let (ex, stopped) = (ex.clone(), stopped.clone());
-                let spawned = thread::Builder::new()
-                    .name(format!("lab-smol-{i}"))
-                    .stack_size(STACK_SIZE)
-                    .spawn(move || smol::block_on(ex.run(stopped.recv())));
-                threads.push(spawned.map_err(|e| LabError::os("spawning a smol worker", e))?);
-            }
-            let start = Instant::now();
-            let handles: Vec<_> = tasks.into_iter().map(|t| ex.spawn(t)).collect();
-            // A panicking task re-panics here, in `await`: caught below.
-            let joined = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                smol::block_on(async {
-                    for h in handles {
-                        h.await;
-                    }
-                })
-            }));
-            let elapsed = start.elapsed();
-            drop(stop); // ends every worker's `run`
-            for t in threads {
-                // The worker's own result is `recv`'s "closed": expected.
-                let _closed = t
-                    .join()
-                    .map_err(|_| LabError::Panicked("a smol worker".into()))?;
-            }
-            joined.map_err(|_| LabError::Panicked("a smol task".into()))?;
-            Ok(elapsed)
+            let (ex, stopped) = (&ex, &stopped);
+            thread::scope(|s| {
+                let run = move |_| smol::block_on(ex.run(stopped.recv()));
+                let threads = spawn_each(s, "smol", workers(), run)?;
+                let start = Instant::now();
+                let handles: Vec<_> = tasks.into_iter().map(|t| ex.spawn(t)).collect();
+                // A panicking task re-panics here, in `await`: caught below.
+                let joined = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    smol::block_on(async {
+                        for h in handles {
+                            h.await;
+                        }
+                    })
+                }));
+                let elapsed = start.elapsed();
+                drop(stop); // ends every worker's `run`
+                            // A worker's own result is `recv`'s "closed": expected.
+                join_each(threads, "a smol worker")?;
+                joined.map_err(|_| LabError::Panicked("a smol task".into()))?;
+                Ok(elapsed)
+            })
         }
     }
 }
