@@ -39,14 +39,19 @@ pub fn gang<F>(threads: usize, work: F) -> Result<GangRun, LabError>
 where
     F: Fn(usize) + Sync,
 {
-    gang_with(threads, work, || {})
+    gang_with(threads, work, || {}).map(|(run, ())| run)
 }
 
 /// As [`gang`], and runs `alongside()` on the calling thread once the gang
 /// is released, before joining it: a measurement's timer or driver, whose
 /// own CPU time and context switches stay out of the gang's `usage` (and
-/// whose sleeping takes no CPU from the gang).
-pub fn gang_with<F>(threads: usize, work: F, alongside: impl FnOnce()) -> Result<GangRun, LabError>
+/// whose sleeping takes no CPU from the gang). Returns what it returned
+/// too.
+pub fn gang_with<F, R>(
+    threads: usize,
+    work: F,
+    alongside: impl FnOnce() -> R,
+) -> Result<(GangRun, R), LabError>
 where
     F: Fn(usize) + Sync,
 {
@@ -54,49 +59,34 @@ where
     let state = AtomicU8::new(WAIT);
     let (ready, state, work) = (&ready, &state, &work);
     thread::scope(|s| {
-        let mut handles = Vec::with_capacity(threads);
-        for i in 0..threads {
-            let spawned = thread::Builder::new()
-                .name(format!("lab-gang-{i}"))
-                .stack_size(STACK_SIZE)
-                .spawn_scoped(s, move || {
-                    ready.fetch_add(1, Ordering::Relaxed);
-                    // Acquire pairs with the Release store of GO/ABORT.
-                    let go = loop {
-                        match state.load(Ordering::Acquire) {
-                            WAIT => thread::yield_now(),
-                            seen => break seen == GO,
-                        }
-                    };
-                    if !go {
-                        return None;
-                    }
-                    let usage = Usage::thread();
-                    let start = Instant::now();
-                    work(i);
-                    let end = Instant::now();
-                    Some((start, end, Usage::thread().since(&usage)))
-                });
-            match spawned {
-                Ok(h) => handles.push(h),
-                Err(e) => {
-                    state.store(ABORT, Ordering::Release);
-                    return Err(LabError::os(
-                        format!("spawning gang thread {i} of {threads}"),
-                        e,
-                    ));
+        let spawned = spawn_each(s, "gang", threads, move |i| {
+            ready.fetch_add(1, Ordering::Relaxed);
+            // Acquire pairs with the Release store of GO/ABORT.
+            let go = loop {
+                match state.load(Ordering::Acquire) {
+                    WAIT => thread::yield_now(),
+                    seen => break seen == GO,
                 }
+            };
+            if !go {
+                return None;
             }
-        }
+            let usage = Usage::thread();
+            let start = Instant::now();
+            work(i);
+            let end = Instant::now();
+            Some((start, end, Usage::thread().since(&usage)))
+        });
+        // The threads started before a failed spawn are told to leave.
+        let handles = spawned.inspect_err(|_| state.store(ABORT, Ordering::Release))?;
         while ready.load(Ordering::Relaxed) < threads {
             thread::yield_now();
         }
         state.store(GO, Ordering::Release);
-        alongside();
+        let beside = alongside();
 
-        let mut first_start: Option<Instant> = None;
-        let mut last_end: Option<Instant> = None;
         let mut usage = Usage::default();
+        let (mut first_start, mut last_end) = (None::<Instant>, None::<Instant>);
         for h in handles {
             let (start, end, u) = h
                 .join()
@@ -107,11 +97,10 @@ where
             last_end = Some(last_end.map_or(end, |l| l.max(end)));
             usage.add(&u);
         }
-        let wall = match (first_start, last_end) {
-            (Some(s), Some(e)) => e.duration_since(s),
-            _ => Duration::ZERO,
-        };
-        Ok(GangRun { wall, usage })
+        let wall = first_start
+            .zip(last_end)
+            .map_or(Duration::ZERO, |(s, e)| e.duration_since(s));
+        Ok((GangRun { wall, usage }, beside))
     })
 }
 
@@ -166,7 +155,7 @@ mod tests {
     #[test]
     fn what_runs_alongside_is_left_out_of_the_gang_usage() {
         let stop = std::sync::atomic::AtomicBool::new(false);
-        let run = gang_with(
+        let (run, ()) = gang_with(
             1,
             |_| {
                 while !stop.load(Ordering::Relaxed) {

@@ -57,7 +57,6 @@ impl Workload for Occasional {
         let stop = AtomicBool::new(false);
         let hog_ops = AtomicU64::new(0);
         let mut waits_ns: Vec<u64> = Vec::with_capacity(p.interval_ms as usize + 1);
-        let mut hog_seconds = 0.0;
         // The occasional locker runs beside the gang on this thread; the
         // hogs stop when it is done.
         let occasional = || {
@@ -75,8 +74,9 @@ impl Workload for Occasional {
                     std::thread::sleep(rest);
                 }
             }
-            hog_seconds = start.elapsed().as_secs_f64();
+            let took = start.elapsed();
             stop.store(true, Ordering::Relaxed);
+            took
         };
         let hog = |_: usize| {
             let mut value = 0u64;
@@ -92,7 +92,7 @@ impl Workload for Occasional {
             black_box(value);
             hog_ops.fetch_add(iterations, Ordering::Relaxed);
         };
-        gang_with(p.hogs, hog, occasional)?;
+        let (_, hog_time) = gang_with(p.hogs, hog, occasional)?;
 
         let under_lock = monitor.with(|s| s.acquisitions);
         let counted = hog_ops.load(Ordering::Relaxed) + waits_ns.len() as u64;
@@ -113,7 +113,7 @@ impl Workload for Occasional {
             .with("max_wait_us", us(*waits_ns.last().expect("not empty")))
             .with(
                 "hog_ops_per_s",
-                hog_ops.load(Ordering::Relaxed) as f64 / hog_seconds,
+                hog_ops.load(Ordering::Relaxed) as f64 / hog_time.as_secs_f64(),
             ))
     }
 }

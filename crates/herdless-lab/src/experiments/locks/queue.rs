@@ -85,7 +85,6 @@ impl Workload for BoundedQueue {
         let workers = p.producers + p.consumers;
         let cond_waits = AtomicU64::new(0);
         let left = AtomicUsize::new(0);
-        let interval_ns = AtomicU64::new(0);
         let stuck = AtomicU64::new(0);
         let before = M::table_stats();
         // Set by a consumer after its first item: the timer's sign of
@@ -100,7 +99,6 @@ impl Workload for BoundedQueue {
                 progressed.load(Ordering::Relaxed)
             });
             monitor.with(|q| q.closed = true);
-            interval_ns.store(took.as_nanos() as u64, Ordering::Relaxed);
             monitor.notify_all(NOT_EMPTY);
             monitor.notify_all(NOT_FULL);
             let closed = Instant::now();
@@ -114,6 +112,7 @@ impl Workload for BoundedQueue {
                 }
                 std::thread::sleep(DRAIN_POLL);
             }
+            took
         };
         let work = |i: usize| {
             let mut waits = 0;
@@ -182,7 +181,7 @@ impl Workload for BoundedQueue {
             // Release: the timer's Acquire load sees every worker done.
             left.fetch_add(1, Ordering::Release);
         };
-        let run = gang_with(workers, work, timer)?;
+        let (run, interval) = gang_with(workers, work, timer)?;
         let table = table_delta(before, M::table_stats());
 
         if stuck.load(Ordering::Relaxed) != 0 {
@@ -201,7 +200,7 @@ impl Workload for BoundedQueue {
         if in_time == 0 {
             return Err(LabError::Sample("no item went through in time".into()));
         }
-        let seconds = interval_ns.load(Ordering::Relaxed) as f64 / 1e9;
+        let seconds = interval.as_secs_f64();
         let kitems = in_time as f64 / 1e3;
         let mut sample = Sample::new()
             .with("items_per_s", in_time as f64 / seconds)

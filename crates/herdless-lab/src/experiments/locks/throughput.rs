@@ -61,7 +61,6 @@ impl Workload for Throughput {
         let monitor = &*monitor;
         let stop = AtomicBool::new(false);
         let counts: Vec<AtomicU64> = (0..p.threads).map(|_| AtomicU64::new(0)).collect();
-        let interval_ns = AtomicU64::new(0);
         let before = M::table_stats();
         // Set by a worker after its first acquisition: the timer's sign of
         // progress, read without taking the lock under test.
@@ -76,7 +75,7 @@ impl Workload for Throughput {
                 progressed.load(Ordering::Relaxed)
             });
             stop.store(true, Ordering::Relaxed);
-            interval_ns.store(took.as_nanos() as u64, Ordering::Relaxed);
+            took
         };
         let work = |i: usize| {
             let (mut value, mut local) = (0.0f64, 0.0f64);
@@ -103,7 +102,7 @@ impl Workload for Throughput {
             black_box(value);
             counts[i].store(iterations, Ordering::Relaxed);
         };
-        let run = gang_with(p.threads, work, timer)?;
+        let (run, interval) = gang_with(p.threads, work, timer)?;
         let table = table_delta(before, M::table_stats());
 
         let counts: Vec<u64> = counts.iter().map(|c| c.load(Ordering::Relaxed)).collect();
@@ -118,7 +117,7 @@ impl Workload for Throughput {
         if total == 0 {
             return Err(LabError::Sample("no thread took the lock in time".into()));
         }
-        let seconds = interval_ns.load(Ordering::Relaxed) as f64 / 1e9;
+        let seconds = interval.as_secs_f64();
         let kops = total as f64 / 1e3;
         let mean = total as f64 / p.threads as f64;
         let slowest = counts.iter().copied().min().unwrap_or(0) as f64;
