@@ -5,6 +5,7 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use herdless_pager::restore::{Populate, Restore, RestoreOptions, RestoreSummary};
@@ -14,6 +15,9 @@ use super::workload::{self, Snapshot, PAGE};
 use super::{How, Params};
 use crate::harness::scratch::Memo;
 use crate::harness::{gang, Case, LabError, Sample};
+
+/// A working set: runs of pages (first page, length), in touch order.
+pub(super) type Runs = Vec<(usize, usize)>;
 
 /// Handler threads: one per workload thread, at most 2 (the CPUs here).
 pub(super) fn handlers(threads: usize) -> usize {
@@ -149,21 +153,31 @@ pub(super) fn trace_for(
     })
 }
 
-/// Measures one case with one restore method.
-pub(crate) fn measure(how: How, case: &Case<Params>) -> Result<Sample, LabError> {
-    let p = case.params;
+/// Case `p`'s snapshot, its working set (runs of pages) and the trace
+/// recorded of it.
+pub(super) fn prepare(p: &Params) -> Result<(Arc<Snapshot>, Runs, PathBuf), LabError> {
     let bytes = p.snapshot_mib << 20;
     let snapshot = workload::snapshot(bytes)?;
     let pages = bytes / PAGE;
-    let ws_pages = pages * p.working_set_percent / 100;
-    let runs = workload::working_set(pages, ws_pages);
+    let runs = workload::working_set(pages, pages * p.working_set_percent / 100);
+    let trace = trace_for(&snapshot, p, &runs)?;
+    Ok((snapshot, runs, trace))
+}
+
+/// The options restoring case `p`'s `snapshot` from its file with `how`,
+/// and the guest's page size.
+pub(super) fn local_options(
+    how: How,
+    snapshot: &Snapshot,
+    p: &Params,
+    trace: PathBuf,
+) -> (RestoreOptions, usize) {
     let mut opts = RestoreOptions::new(socket_path(), &snapshot.path);
     opts.handlers = handlers(p.threads);
     // Every handler has the working set's pages of the memory file mapped
     // before the VMM connects (Firecracker's examples map the whole file;
     // only the pages a variant copies matter, and mapping 256 MiB for each
     // repetition would only cost the lab time). `copy-all` maps it all.
-    let trace = trace_for(&snapshot, &p, &runs)?;
     opts.populate = Populate::Trace(trace.clone());
     let mut page = PAGE;
     match how {
@@ -181,11 +195,19 @@ pub(crate) fn measure(how: How, case: &Case<Params>) -> Result<Sample, LabError>
             page = HUGE_PAGE;
         }
     }
+    (opts, page)
+}
+
+/// Measures one case with one restore method.
+pub(crate) fn measure(how: How, case: &Case<Params>) -> Result<Sample, LabError> {
+    let p = case.params;
+    let (snapshot, runs, trace) = prepare(&p)?;
+    let (opts, page) = local_options(how, &snapshot, &p, trace);
     let r = restore(&snapshot, opts, page, &runs, p.threads)?;
     let s = &r.summary.stats;
     let copied = r.summary.bytes_copied();
     let mib = |bytes: u64| bytes as f64 / f64::from(1 << 20);
-    let ws_bytes = (ws_pages * PAGE) as u64;
+    let ws_bytes = (runs.iter().map(|r| r.1).sum::<usize>() * PAGE) as u64;
     Ok(Sample::new()
         .with("time_ms", r.time.as_secs_f64() * 1e3)
         .with("demand_faults", s.faults as f64)

@@ -45,7 +45,7 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use herdless_pager::object::{ObjectOptions, ObjectSource};
@@ -54,8 +54,8 @@ use herdless_s3d::{Credentials, S3Server};
 use serde::Serialize;
 
 use super::run::{self, socket_path};
-use super::workload::{self, Snapshot, PAGE};
-use crate::harness::scratch::{self, scratch_dir};
+use super::workload::{Snapshot, PAGE};
+use crate::harness::scratch::{self, scratch_dir, Memo};
 use crate::harness::{Case, LabError, Metric, PerSuite, Ratio, Role, Sample, Section};
 
 /// Parameters of one row.
@@ -183,31 +183,25 @@ extern "C" fn remove_root() {
 }
 
 /// The server (started once) holding `snapshot` as an object; its URL.
-fn store_with(snapshot: &Snapshot) -> Result<(&'static Mutex<Store>, String), LabError> {
-    static STORE: OnceLock<Mutex<Store>> = OnceLock::new();
-    let store = match STORE.get() {
-        Some(s) => s,
-        None => {
-            let root = scratch::tmpfs_dir().join(format!("herdless-lab-s3-{}", std::process::id()));
-            std::fs::create_dir_all(root.join(BUCKET))
-                .map_err(|e| LabError::os("creating the S3 server's directory", e))?;
-            if ROOT.set(root.clone()).is_ok() {
-                // SAFETY: registers a plain extern "C" function without
-                // arguments, as atexit requires.
-                unsafe { libc::atexit(remove_root) };
-            }
-            let server = S3Server::start(&root, Credentials::new("AKLAB", "lab-secret-key"))
-                .map_err(|e| LabError::os("starting the S3 server", e))?;
-            let _ = STORE.set(Mutex::new(Store {
-                server,
-                keys: HashMap::new(),
-                traces: HashMap::new(),
-            }));
-            STORE
-                .get()
-                .ok_or_else(|| LabError::Panicked("the S3 server".into()))?
+fn store_with(snapshot: &Snapshot) -> Result<(Arc<Mutex<Store>>, String), LabError> {
+    static STORE: Memo<(), Arc<Mutex<Store>>> = Memo::new();
+    let store = STORE.get((), || {
+        let root = scratch::tmpfs_dir().join(format!("herdless-lab-s3-{}", std::process::id()));
+        std::fs::create_dir_all(root.join(BUCKET))
+            .map_err(|e| LabError::os("creating the S3 server's directory", e))?;
+        if ROOT.set(root.clone()).is_ok() {
+            // SAFETY: registers a plain extern "C" function without
+            // arguments, as atexit requires.
+            unsafe { libc::atexit(remove_root) };
         }
-    };
+        let server = S3Server::start(&root, Credentials::new("AKLAB", "lab-secret-key"))
+            .map_err(|e| LabError::os("starting the S3 server", e))?;
+        Ok(Arc::new(Mutex::new(Store {
+            server,
+            keys: HashMap::new(),
+            traces: HashMap::new(),
+        })))
+    })?;
     let mut s = store
         .lock()
         .map_err(|_| LabError::Panicked("the S3 server".into()))?;
@@ -224,6 +218,7 @@ fn store_with(snapshot: &Snapshot) -> Result<(&'static Mutex<Store>, String), La
             key
         }
     };
+    drop(s);
     Ok((store, format!("s3://{BUCKET}/{key}")))
 }
 
@@ -293,23 +288,15 @@ fn s3_options(server: &S3Server, url: &str, chunk: u64, cache: &Path) -> Restore
 /// Measures one case with one restore method.
 fn measure(how: How, case: &Case<Params>) -> Result<Sample, LabError> {
     let (p, latency_ms) = (case.params.restore, case.params.latency_ms);
-    let bytes = p.snapshot_mib << 20;
-    let snapshot = workload::snapshot(bytes)?;
-    let pages = bytes / PAGE;
-    let runs = workload::working_set(pages, pages * p.working_set_percent / 100);
     // The working set recorded once (the first table's trace).
-    let trace = run::trace_for(&snapshot, &p, &runs)?;
-    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let (snapshot, runs, trace) = run::prepare(&p)?;
     if let How::LocalPrefetch = how {
-        let mut opts = RestoreOptions::new(socket_path(), &snapshot.path);
+        let (mut opts, page) = run::local_options(super::How::Prefetch, &snapshot, &p, trace);
         opts.pack = false;
-        opts.handlers = run::handlers(p.threads);
-        opts.populate = herdless_pager::restore::Populate::Trace(trace.clone());
-        opts.prefetch = Some(trace);
-        opts.prefetch_threads = cpus;
-        let r = run::restore(&snapshot, opts, PAGE, &runs, p.threads)?;
+        let r = run::restore(&snapshot, opts, page, &runs, p.threads)?;
         return Ok(Sample::new().with("time_ms", r.time.as_secs_f64() * 1e3));
     }
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
     let (store, url) = store_with(&snapshot)?;
     let mut store = store
         .lock()
