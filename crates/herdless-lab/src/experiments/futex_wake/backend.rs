@@ -17,9 +17,11 @@ pub trait Backend: Send + Sync + 'static {
     /// and the caller re-checks the word.
     fn wait(&self, word: &AtomicU32, expected: u32) -> bool;
 
-    /// Wakes up to `n` sleepers of `word` (`usize::MAX`: all); returns how
-    /// many it woke.
-    fn wake(&self, word: &AtomicU32, n: usize) -> usize;
+    /// Wakes one sleeper of `word`, if any; returns how many it woke.
+    fn wake_one(&self, word: &AtomicU32) -> usize;
+
+    /// Wakes every sleeper of `word`.
+    fn wake_all(&self, word: &AtomicU32);
 
     /// Bucket-lock acquisitions by wakes so far, if the backend counts them.
     fn wake_lock_acquisitions(&self) -> Option<u64> {
@@ -42,8 +44,12 @@ impl Backend for Herdless {
         self.0.wait(word, expected, None).is_ok()
     }
 
-    fn wake(&self, word: &AtomicU32, n: usize) -> usize {
-        self.0.wake(word, n)
+    fn wake_one(&self, word: &AtomicU32) -> usize {
+        self.0.wake(word, 1)
+    }
+
+    fn wake_all(&self, word: &AtomicU32) {
+        self.0.wake(word, usize::MAX);
     }
 
     fn wake_lock_acquisitions(&self) -> Option<u64> {
@@ -62,9 +68,12 @@ impl Backend for Kernel {
         futex::wait(word, futex::Flags::PRIVATE, expected, None).is_ok()
     }
 
-    fn wake(&self, word: &AtomicU32, n: usize) -> usize {
-        let n = u32::try_from(n.min(i32::MAX as usize)).unwrap_or(i32::MAX as u32);
-        futex::wake(word, futex::Flags::PRIVATE, n).unwrap_or(0)
+    fn wake_one(&self, word: &AtomicU32) -> usize {
+        futex::wake(word, futex::Flags::PRIVATE, 1).unwrap_or(0)
+    }
+
+    fn wake_all(&self, word: &AtomicU32) {
+        let _ = futex::wake(word, futex::Flags::PRIVATE, i32::MAX as u32);
     }
 }
 
@@ -95,22 +104,15 @@ impl Backend for ParkingLot {
         matches!(result, ParkResult::Unparked(_))
     }
 
-    fn wake(&self, word: &AtomicU32, n: usize) -> usize {
-        if n == usize::MAX {
-            // SAFETY: as in `wait`: our own key.
-            return unsafe { parking_lot_core::unpark_all(key(word), DEFAULT_UNPARK_TOKEN) };
-        }
-        let mut woken = 0;
-        while woken < n {
-            // SAFETY: as in `wait`; the callback neither panics nor calls
-            // into parking_lot.
-            let result =
-                unsafe { parking_lot_core::unpark_one(key(word), |_| DEFAULT_UNPARK_TOKEN) };
-            if result.unparked_threads == 0 {
-                break;
-            }
-            woken += result.unparked_threads;
-        }
-        woken
+    fn wake_one(&self, word: &AtomicU32) -> usize {
+        // SAFETY: as in `wait`; the callback neither panics nor calls into
+        // parking_lot.
+        unsafe { parking_lot_core::unpark_one(key(word), |_| DEFAULT_UNPARK_TOKEN) }
+            .unparked_threads
+    }
+
+    fn wake_all(&self, word: &AtomicU32) {
+        // SAFETY: as in `wait`: our own key.
+        unsafe { parking_lot_core::unpark_all(key(word), DEFAULT_UNPARK_TOKEN) };
     }
 }

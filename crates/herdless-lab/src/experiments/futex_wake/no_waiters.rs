@@ -52,7 +52,7 @@ impl Measure for NoWaiters {
         let run = gang(threads, |i| {
             let word = &words[if shared { 0 } else { i }].0;
             for _ in 0..calls {
-                black_box(backend.wake(black_box(word), 1));
+                black_box(backend.wake_one(black_box(word)));
             }
         })?;
         let mut sample = Sample::new()

@@ -77,7 +77,7 @@ impl Measure for OneAtATime {
             // futex protocol requires.
             let _release = scopeguard::guard((), |()| {
                 word.store(1, Ordering::SeqCst);
-                backend.wake(word, usize::MAX);
+                backend.wake_all(word);
                 gate.store(1, Ordering::SeqCst);
                 let _ = futex::wake(gate, futex::Flags::PRIVATE, i32::MAX as u32);
             });
@@ -102,7 +102,7 @@ impl Measure for OneAtATime {
             let mut woken = 0;
             let mut idle: u32 = 0;
             while woken < n {
-                let got = backend.wake(word, 1);
+                let got = backend.wake_one(word);
                 woken += got;
                 if got == 0 {
                     idle += 1;
