@@ -7,8 +7,6 @@
 //! `mmap`. The lab README's `fault-around` section gives the sizes,
 //! variants, metrics and targets.
 
-use std::os::fd::AsFd;
-
 use herdless_pager::{FileSource, HandlerMode, Pager};
 use serde::Serialize;
 
@@ -169,7 +167,7 @@ fn measure(how: How, case: &Case<Params>) -> Result<Sample, LabError> {
     // Keep the mapping alive across the gang.
     enum Map {
         Pager(Pager),
-        Kernel(*mut std::ffi::c_void),
+        Kernel(memmap2::Mmap),
     }
     let map = match how {
         How::Window(window) | How::Minor(window) => {
@@ -187,31 +185,19 @@ fn measure(how: How, case: &Case<Params>) -> Result<Sample, LabError> {
             )
         }
         How::Kernel => {
-            // SAFETY: a fresh read-only shared mapping of our own file.
-            let p = unsafe {
-                rustix::mm::mmap(
-                    std::ptr::null_mut(),
-                    bytes,
-                    rustix::mm::ProtFlags::READ,
-                    rustix::mm::MapFlags::SHARED,
-                    file.as_fd(),
-                    0,
-                )
-            }
-            .map_err(|e| LabError::os("mmap of the backing file", e.into()))?;
-            Map::Kernel(p)
+            // SAFETY: a read-only shared mapping of our own scratch file,
+            // which nothing writes or truncates while it is mapped.
+            let map = unsafe { memmap2::Mmap::map(&file) }
+                .map_err(|e| LabError::os("mmap of the backing file", e))?;
+            Map::Kernel(map)
         }
     };
     let base = match &map {
         Map::Pager(p) => p.as_ptr() as usize,
-        Map::Kernel(p) => *p as usize,
+        Map::Kernel(m) => m.as_ptr() as usize,
     };
-    let sums: Vec<std::sync::atomic::AtomicU64> = (0..threads)
-        .map(|_| std::sync::atomic::AtomicU64::new(0))
-        .collect();
     let run = gang(threads, |t| {
-        let s = scratch::sum_pages(base, &share(t, threads, pages, random));
-        sums[t].store(s, std::sync::atomic::Ordering::Relaxed);
+        scratch::sum_pages(base, &share(t, threads, pages, random))
     });
     let (faults, ppf) = match &map {
         Map::Pager(p) => {
@@ -221,14 +207,8 @@ fn measure(how: How, case: &Case<Params>) -> Result<Sample, LabError> {
         }
         Map::Kernel(_) => (f64::NAN, f64::NAN),
     };
-    if let Map::Kernel(p) = map {
-        // SAFETY: our mapping, unmapped once, after the gang joined.
-        let _ = unsafe { rustix::mm::munmap(p, bytes) };
-    }
     let run = run?;
-    let got = sums.iter().fold(0u64, |a, s| {
-        a.wrapping_add(s.load(std::sync::atomic::Ordering::Relaxed))
-    });
+    let got = run.results.iter().fold(0u64, |a, s| a.wrapping_add(*s));
     if got != want {
         return Err(LabError::Sample(format!(
             "checksum {got:#x}, the file's is {want:#x}: a page was served wrong"

@@ -4,7 +4,8 @@
 //!
 //! The wall time is from the earliest thread's start to the latest thread's
 //! end, which leaves out spawning and joining. Each thread also reads its
-//! own `getrusage(RUSAGE_THREAD)` around its work; the gang returns the sum.
+//! own `getrusage(RUSAGE_THREAD)` around its work; the gang returns the sum,
+//! and what each thread's work returned.
 
 use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
 use std::thread;
@@ -18,12 +19,14 @@ use super::LabError;
 pub const STACK_SIZE: usize = 256 << 10;
 
 /// What a gang run measured.
-#[derive(Clone, Copy, Debug)]
-pub struct GangRun {
+#[derive(Clone, Debug)]
+pub struct GangRun<T = ()> {
     /// Earliest start to latest end of the threads' work.
     pub wall: Duration,
     /// Summed per-thread counters over the work only.
     pub usage: Usage,
+    /// What `work(i)` returned, by `i`.
+    pub results: Vec<T>,
 }
 
 const WAIT: u8 = 0;
@@ -35,9 +38,9 @@ const ABORT: u8 = 2;
 /// The start line is a yielding spin on a flag rather than a `Barrier`: a
 /// barrier wakes its sleepers one by one, staggering the start, and cannot
 /// be abandoned if a spawn fails half-way.
-pub fn gang<F>(threads: usize, work: F) -> Result<GangRun, LabError>
+pub fn gang<T: Send, F>(threads: usize, work: F) -> Result<GangRun<T>, LabError>
 where
-    F: Fn(usize) + Sync,
+    F: Fn(usize) -> T + Sync,
 {
     gang_with(threads, work, || {}).map(|(run, ())| run)
 }
@@ -47,13 +50,13 @@ where
 /// own CPU time and context switches stay out of the gang's `usage` (and
 /// whose sleeping takes no CPU from the gang). Returns what it returned
 /// too.
-pub fn gang_with<F, R>(
+pub fn gang_with<T: Send, F, R>(
     threads: usize,
     work: F,
     alongside: impl FnOnce() -> R,
-) -> Result<(GangRun, R), LabError>
+) -> Result<(GangRun<T>, R), LabError>
 where
-    F: Fn(usize) + Sync,
+    F: Fn(usize) -> T + Sync,
 {
     let ready = AtomicUsize::new(0);
     let state = AtomicU8::new(WAIT);
@@ -73,9 +76,9 @@ where
             }
             let usage = Usage::thread();
             let start = Instant::now();
-            work(i);
+            let result = work(i);
             let end = Instant::now();
-            Some((start, end, Usage::thread().since(&usage)))
+            Some((start, end, Usage::thread().since(&usage), result))
         });
         // The threads started before a failed spawn are told to leave.
         let handles = spawned.inspect_err(|_| state.store(ABORT, Ordering::Release))?;
@@ -87,8 +90,9 @@ where
 
         let mut usage = Usage::default();
         let (mut first_start, mut last_end) = (None::<Instant>, None::<Instant>);
+        let mut results = Vec::with_capacity(threads);
         for h in handles {
-            let (start, end, u) = h
+            let (start, end, u, result) = h
                 .join()
                 .ok()
                 .flatten()
@@ -96,11 +100,17 @@ where
             first_start = Some(first_start.map_or(start, |f| f.min(start)));
             last_end = Some(last_end.map_or(end, |l| l.max(end)));
             usage.add(&u);
+            results.push(result);
         }
         let wall = first_start
             .zip(last_end)
             .map_or(Duration::ZERO, |(s, e)| e.duration_since(s));
-        Ok((GangRun { wall, usage }, beside))
+        let run = GangRun {
+            wall,
+            usage,
+            results,
+        };
+        Ok((run, beside))
     })
 }
 
@@ -146,9 +156,15 @@ mod tests {
         let seen = AtomicUsize::new(0);
         let run = gang(4, |i| {
             seen.fetch_or(1 << i, Ordering::Relaxed);
+            i * 10
         })
         .unwrap();
         assert_eq!(seen.load(Ordering::Relaxed), 0b1111);
+        assert_eq!(
+            run.results,
+            [0, 10, 20, 30],
+            "each thread's result, by index"
+        );
         assert!(run.wall < Duration::from_secs(5));
     }
 

@@ -11,7 +11,7 @@
 //! the threads' own counts (a broken lock is never a fast one).
 
 use std::hint::black_box;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
@@ -55,7 +55,6 @@ impl Workload for Occasional {
         let monitor = M::boxed(Shared::default())?;
         let monitor = &*monitor;
         let stop = AtomicBool::new(false);
-        let hog_ops = AtomicU64::new(0);
         let mut waits_ns: Vec<u64> = Vec::with_capacity(p.interval_ms as usize + 1);
         // The occasional locker runs beside the gang on this thread; the
         // hogs stop when it is done.
@@ -90,12 +89,13 @@ impl Workload for Occasional {
                 iterations += 1;
             }
             black_box(value);
-            hog_ops.fetch_add(iterations, Ordering::Relaxed);
+            iterations
         };
-        let (_, hog_time) = gang_with(p.hogs, hog, occasional)?;
+        let (run, hog_time) = gang_with(p.hogs, hog, occasional)?;
+        let hog_ops: u64 = run.results.iter().sum();
 
         let under_lock = monitor.with(|s| s.acquisitions);
-        let counted = hog_ops.load(Ordering::Relaxed) + waits_ns.len() as u64;
+        let counted = hog_ops + waits_ns.len() as u64;
         if under_lock != counted {
             return Err(LabError::Sample(format!(
                 "{counted} acquisitions counted by the threads, {under_lock} under the lock: \
@@ -111,10 +111,7 @@ impl Workload for Occasional {
             .with("p99_wait_us", us(quantile(&waits_ns, 0.99)))
             .with("p50_wait_us", us(quantile(&waits_ns, 0.5)))
             .with("max_wait_us", us(*waits_ns.last().expect("not empty")))
-            .with(
-                "hog_ops_per_s",
-                hog_ops.load(Ordering::Relaxed) as f64 / hog_time.as_secs_f64(),
-            ))
+            .with("hog_ops_per_s", hog_ops as f64 / hog_time.as_secs_f64()))
     }
 }
 

@@ -16,7 +16,7 @@
 //! broken lock is never a fast one).
 
 use std::hint::black_box;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use serde::Serialize;
@@ -60,7 +60,6 @@ impl Workload for Throughput {
         let monitor = M::boxed(Shared::default())?;
         let monitor = &*monitor;
         let stop = AtomicBool::new(false);
-        let counts: Vec<AtomicU64> = (0..p.threads).map(|_| AtomicU64::new(0)).collect();
         let before = M::table_stats();
         // Set by a worker after its first acquisition: the timer's sign of
         // progress, read without taking the lock under test.
@@ -77,7 +76,7 @@ impl Workload for Throughput {
             stop.store(true, Ordering::Relaxed);
             took
         };
-        let work = |i: usize| {
+        let work = |_| {
             let (mut value, mut local) = (0.0f64, 0.0f64);
             let mut iterations = 0u64;
             while !stop.load(Ordering::Relaxed) {
@@ -100,12 +99,12 @@ impl Workload for Throughput {
                 iterations += 1;
             }
             black_box(value);
-            counts[i].store(iterations, Ordering::Relaxed);
+            iterations
         };
         let (run, interval) = gang_with(p.threads, work, timer)?;
         let table = table_delta(before, M::table_stats());
 
-        let counts: Vec<u64> = counts.iter().map(|c| c.load(Ordering::Relaxed)).collect();
+        let counts = &run.results;
         let total: u64 = counts.iter().sum();
         let under_lock = monitor.with(|s| s.acquisitions);
         if under_lock != total {

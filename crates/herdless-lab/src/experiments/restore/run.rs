@@ -4,7 +4,7 @@
 //! the workload touching the working set from T threads.
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -67,7 +67,6 @@ pub(super) fn restore(
         let mem = GuestMemory::with_page_sizes(&[(snapshot.len, page)])
             .map_err(|e| LabError::os("guest memory (userfaultfd)", e))?;
         let base = mem.regions()[0].base;
-        let sums: Vec<AtomicU64> = (0..threads).map(|_| AtomicU64::new(0)).collect();
         let shares: Vec<Vec<(usize, usize)>> = (0..threads)
             .map(|t| workload::share(runs, t, threads))
             .collect();
@@ -75,13 +74,11 @@ pub(super) fn restore(
         let conn = mem
             .handoff(socket)
             .map_err(|e| LabError::os("handoff", e))?;
-        gang(threads, |t| {
-            sums[t].store(workload::touch(base, &shares[t]), Ordering::Relaxed);
-        })?;
+        let sums = gang(threads, |t| workload::touch(base, &shares[t]))?.results;
         let time = t0.elapsed();
         drop(conn); // the VMM exits: the server returns its summary
-        for (t, share) in shares.iter().enumerate() {
-            let (got, want) = (sums[t].load(Ordering::Relaxed), snapshot.sum(share));
+        for (t, (share, &got)) in shares.iter().zip(&sums).enumerate() {
+            let want = snapshot.sum(share);
             if got != want {
                 return Err(LabError::Sample(format!(
                     "thread {t} summed {got:#x}, the snapshot's pages sum to {want:#x}: a page \

@@ -179,8 +179,9 @@ fn work(units: u32, state: &mut u64) {
 fn measure<L: RwData>(lock: &L, case: &Case<Params>) -> Result<Sample, LabError> {
     let p = case.params;
     let before = lock.stats();
-    let torn = std::sync::atomic::AtomicU64::new(0);
+    // Each thread counts the reads it saw torn.
     let run = gang(p.threads, |i| {
+        let mut torn = 0u64;
         let mut rng = 0x9E37_79B9_7F4A_7C15u64 ^ (i as u64 + 1).wrapping_mul(0x2545_F491_4F6C_DD1D);
         for _ in 0..p.ops_per_thread {
             work(p.outside, &mut rng);
@@ -197,13 +198,12 @@ fn measure<L: RwData>(lock: &L, case: &Case<Params>) -> Result<Sample, LabError>
                     work(p.inside, &mut inner);
                     d.iter().all(|&w| w == d[0])
                 });
-                if !equal {
-                    torn.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                }
+                torn += u64::from(!equal);
             }
         }
+        torn
     })?;
-    let torn = torn.into_inner();
+    let torn: u64 = run.results.iter().sum();
     if torn > 0 {
         return Err(LabError::Sample(format!(
             "{torn} reads saw a writer half-way: the lock is broken"
