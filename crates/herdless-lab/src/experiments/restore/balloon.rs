@@ -73,28 +73,14 @@ pub(crate) fn measure(server: Server, case: &Case<BalloonParams>) -> Result<Samp
     let pages = bytes / PAGE;
     match server {
         Server::Kernel => {
-            // SAFETY: a fresh private anonymous mapping at an address of
-            // the kernel's choosing aliases nothing; unmapped below.
-            let ptr = unsafe {
-                rustix::mm::mmap_anonymous(
-                    std::ptr::null_mut(),
-                    bytes,
-                    rustix::mm::ProtFlags::READ | rustix::mm::ProtFlags::WRITE,
-                    rustix::mm::MapFlags::PRIVATE,
-                )
-            }
-            .map_err(|e| LabError::os("mmap", e.into()))?;
-            // SAFETY: our mapping, `bytes` long; written, then discarded
-            // (no Rust reference into it exists).
-            let r = unsafe {
-                std::ptr::write_bytes(ptr.cast::<u8>(), 0x5a, bytes);
-                rustix::mm::madvise(ptr, bytes, rustix::mm::Advice::LinuxDontNeed)
-            }
-            .map_err(|e| LabError::os("madvise", e.into()))
-            .and_then(|()| re_read(ptr as usize, pages));
-            // SAFETY: unmapped once; nothing reads it after.
-            let _ = unsafe { rustix::mm::munmap(ptr, bytes) };
-            let r = r?;
+            let mut memory =
+                memmap2::MmapMut::map_anon(bytes).map_err(|e| LabError::os("mmap", e))?;
+            memory.fill(0x5a);
+            // SAFETY: private anonymous memory of our own, which then reads
+            // as zeros; no reference into it is held across the call.
+            unsafe { memory.unchecked_advise(memmap2::UncheckedAdvice::DontNeed) }
+                .map_err(|e| LabError::os("madvise", e))?;
+            let r = re_read(memory.as_ptr() as usize, pages)?;
             Ok(Sample::new()
                 .with("time_ms", r.time_ms)
                 .with("minor_faults", r.minor_faults as f64))
