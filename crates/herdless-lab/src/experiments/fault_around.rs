@@ -11,10 +11,9 @@ use herdless_pager::{FileSource, HandlerMode, Pager};
 use serde::Serialize;
 
 use crate::harness::affinity::{allowed_cpus, Pin};
-use crate::harness::scratch::{self, PAGE};
-use crate::harness::{
-    gang, Case, Experiment, LabError, Metric, PerSuite, Ratio, Role, Sample, Section,
-};
+use crate::harness::gang::{self, gang};
+use crate::harness::scratch::{self, xorshift, PAGE};
+use crate::harness::{Case, Experiment, LabError, Metric, PerSuite, Ratio, Role, Sample, Section};
 
 /// Parameters of one row.
 #[derive(Clone, Copy, Debug, Serialize)]
@@ -117,22 +116,14 @@ fn section(title: &'static str, random: bool, quick: &[usize]) -> Section<Params
 /// The pages thread `t` of `threads` reads of `pages` pages, as runs
 /// (first page, length): its share in one run, or page by page shuffled.
 fn share(t: usize, threads: usize, pages: usize, random: bool) -> Vec<(usize, usize)> {
-    let per = pages / threads;
-    let end = if t + 1 == threads {
-        pages
-    } else {
-        (t + 1) * per
-    };
+    let mine = gang::share(t, threads, pages);
     if !random {
-        return vec![(t * per, end - t * per)];
+        return vec![(mine.start, mine.len())];
     }
-    let mut mine: Vec<(usize, usize)> = (t * per..end).map(|p| (p, 1)).collect();
+    let mut mine: Vec<(usize, usize)> = mine.map(|p| (p, 1)).collect();
     let mut x = 0x2545_F491_4F6C_DD1D_u64 ^ (t as u64 + 1);
     for i in (1..mine.len()).rev() {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        mine.swap(i, (x % (i as u64 + 1)) as usize);
+        mine.swap(i, (xorshift(&mut x) % (i as u64 + 1)) as usize);
     }
     mine
 }

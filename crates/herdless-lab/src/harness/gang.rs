@@ -7,6 +7,7 @@
 //! own `getrusage(RUSAGE_THREAD)` around its work; the gang returns the sum,
 //! and what each thread's work returned.
 
+use std::ops::Range;
 use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
 use std::thread;
 use std::time::{Duration, Instant};
@@ -135,6 +136,13 @@ pub fn spawn_each<'s, T: Send + 's>(
         .collect()
 }
 
+/// Thread `t`'s share of `0..n` among `threads`: equal runs, the last one
+/// taking the remainder.
+pub fn share(t: usize, threads: usize, n: usize) -> Range<usize> {
+    let per = n / threads;
+    t * per..if t + 1 == threads { n } else { (t + 1) * per }
+}
+
 /// Joins `handles`; a thread that panicked is an error naming it `what`.
 pub fn join_each<T>(
     handles: Vec<thread::ScopedJoinHandle<'_, T>>,
@@ -190,6 +198,12 @@ mod tests {
         // (No bound on `run.wall`: when the gang's thread starts against
         // the sleeps is the scheduler's choice.)
         assert!(run.usage.voluntary_switches < 5, "{:?}", run.usage);
+    }
+
+    #[test]
+    fn shares_are_equal_runs_and_the_last_takes_the_rest() {
+        let all: Vec<_> = (0..3).map(|t| share(t, 3, 10)).collect();
+        assert_eq!(all, [0..3, 3..6, 6..10]);
     }
 
     #[test]

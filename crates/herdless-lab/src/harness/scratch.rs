@@ -91,6 +91,18 @@ impl<K: Eq + Hash, V: Clone> Default for Memo<K, V> {
 /// Bytes per page.
 pub const PAGE: usize = 4096;
 
+/// One step of Marsaglia's xorshift64 (13, 7, 17): the repeatable
+/// pseudo-random sequence of the pattern files and of the workloads' random
+/// orders and work rounds, each seeded by its user. Never 0 from a non-zero
+/// seed.
+#[inline]
+pub fn xorshift(x: &mut u64) -> u64 {
+    *x ^= *x << 13;
+    *x ^= *x >> 7;
+    *x ^= *x << 17;
+    *x
+}
+
 /// A scratch file of pseudo-random words (a snapshot's memory, a pager's
 /// backing file), in tmpfs and unlinked, reachable by path through
 /// `/proc/self/fd` while the lab runs, with the sum of each page's
@@ -130,9 +142,7 @@ pub fn pattern_file(len: usize) -> Result<Arc<PatternFile>, LabError> {
             for page in chunk[..n].chunks_exact_mut(PAGE) {
                 let mut sum = 0u64;
                 for w in page.chunks_exact_mut(8) {
-                    word ^= word << 13;
-                    word ^= word >> 7;
-                    word ^= word << 17;
+                    xorshift(&mut word);
                     w.copy_from_slice(&word.to_le_bytes());
                     sum = sum.wrapping_add(word);
                 }

@@ -9,7 +9,9 @@ use herdless_pager::{HandlerMode, MemSource, Pager, PagerError, PagerStats};
 
 use super::area::{self, RegionPage, PAGE};
 use super::{Params, HANDLERS, UF_METRICS};
-use crate::harness::{gang, Case, LabError, Sample};
+use crate::harness::gang::{gang, share};
+use crate::harness::scratch::xorshift;
+use crate::harness::{Case, LabError, Sample};
 
 /// Pages per `discard` call, and the granule of the copiers' shares.
 const CHUNK: usize = 16;
@@ -125,22 +127,13 @@ fn lock_and_count(
     zone: usize,
     fail: &(impl Fn(String) + Sync),
 ) {
-    let per = zone / p.threads;
-    let first = t * per;
-    let ops = if t + 1 == p.threads {
-        zone - first
-    } else {
-        per
-    };
+    let mine = share(t, p.threads, zone);
     let mut x = 0x9E37_79B9_7F4A_7C15_u64 ^ (((b as u64) << 32) | (t as u64 + 1));
-    for k in 0..ops {
+    for k in mine {
         let page = if p.rnd {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            (x % zone as u64) as usize
+            (xorshift(&mut x) % zone as u64) as usize
         } else {
-            first + k
+            k
         };
         let pg = RegionPage::new(base, page);
         pg.lock();
@@ -169,15 +162,8 @@ fn copy_in_reverse(
     copiers: usize,
     fail: &(impl Fn(String) + Sync),
 ) {
-    let chunks = p.pages / CHUNK;
-    let per = chunks / copiers;
-    let first = c * per;
-    let end = if c + 1 == copiers {
-        chunks
-    } else {
-        first + per
-    };
-    for page in (first * CHUNK..end * CHUNK).rev() {
+    let chunks = share(c, copiers, p.pages / CHUNK);
+    for page in (chunks.start * CHUNK..chunks.end * CHUNK).rev() {
         if let Err(e) = pager.populate(page * PAGE, PAGE) {
             fail(format!("populate: {e}"));
             return;

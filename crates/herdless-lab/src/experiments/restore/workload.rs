@@ -5,6 +5,7 @@
 //! with the sum of each of its pages, so that a page served wrong fails
 //! the measurement).
 
+use crate::harness::scratch::xorshift;
 pub(crate) use crate::harness::scratch::{
     pattern_file as snapshot, sum_pages as touch, PatternFile as Snapshot, PAGE,
 };
@@ -16,12 +17,7 @@ pub(crate) use crate::harness::scratch::{
 /// Repeatable: the same arguments give the same runs.
 pub(crate) fn working_set(pages: usize, pages_wanted: usize) -> Vec<(usize, usize)> {
     let mut x = 0x2545_F491_4F6C_DD1Du64;
-    let mut next = move || {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        x
-    };
+    let mut next = move || xorshift(&mut x);
     let mut taken = vec![false; pages];
     let mut runs = Vec::new();
     let mut count = 0;

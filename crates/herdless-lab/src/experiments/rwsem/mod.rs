@@ -19,6 +19,7 @@ use serde::Serialize;
 
 use self::locks::{Pthread, RwData};
 use crate::harness::gang::gang;
+use crate::harness::scratch::xorshift;
 use crate::harness::{
     Case, Experiment, LabError, Metric, PerSuite, Ratio, Role, Sample, Section, Variant,
 };
@@ -168,9 +169,7 @@ fn section() -> Section<Params> {
 #[inline]
 fn work(units: u32, state: &mut u64) {
     for _ in 0..units {
-        *state ^= *state << 13;
-        *state ^= *state >> 7;
-        *state ^= *state << 17;
+        xorshift(state);
     }
     black_box(*state);
 }
