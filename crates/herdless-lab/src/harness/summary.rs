@@ -7,7 +7,6 @@ use std::fmt::Write as _;
 
 use super::format::{describe_bound, fmt_quotient};
 use super::outcome::Outcome;
-use super::quotient::Quotient;
 use super::report::{Report, SectionReport};
 use super::verdict::Judgement;
 
@@ -88,14 +87,7 @@ fn rows(section: &SectionReport) -> Vec<Row> {
                 verdict_cell(&j),
                 j.confidence.label().to_string(),
             ),
-            None if section
-                .cases
-                .iter()
-                .zip(&ratio.values)
-                .any(|(case, value)| {
-                    ratio.applies_to(&case.label) && *value == Some(Quotient::BothZero)
-                }) =>
-            {
+            None if !section.both_zero_at(ratio).is_empty() => {
                 ("0/0".to_string(), "not judged", "—".to_string())
             }
             None => ("no data".to_string(), "**no data**", "—".to_string()),

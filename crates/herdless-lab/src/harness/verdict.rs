@@ -381,14 +381,19 @@ impl SectionReport {
         }
     }
 
-    /// Why a target has no verdict: no value where it applies, or only
-    /// `0/0`.
-    fn why_not_judged(&self, r: &Ratio) -> String {
-        let both_zero: Vec<&str> = (0..self.cases.len())
+    /// The cases `r`'s target applies to where both medians are 0 (`0/0`).
+    pub fn both_zero_at(&self, r: &Ratio) -> Vec<&str> {
+        (0..self.cases.len())
             .filter(|&c| r.applies_to(&self.cases[c].label))
             .filter(|&c| r.values.get(c).copied().flatten() == Some(Quotient::BothZero))
             .map(|c| self.cases[c].label.as_str())
-            .collect();
+            .collect()
+    }
+
+    /// Why a target has no verdict: no value where it applies, or only
+    /// `0/0`.
+    fn why_not_judged(&self, r: &Ratio) -> String {
+        let both_zero = self.both_zero_at(r);
         if both_zero.is_empty() {
             "no data".to_string()
         } else {

@@ -396,29 +396,21 @@ fn section(exp: &str, sa: &SectionReport, sb: &SectionReport, all_metrics: bool)
 /// What differs between the two runs' settings, and how busy each
 /// machine was.
 fn notes(a: &Report, b: &Report) -> Vec<String> {
+    type Setting = fn(&Report) -> String;
+    let settings: [(&str, Setting); 5] = [
+        ("suite", |r| r.suite.name().into()),
+        ("cores", |r| r.machine.cores.to_string()),
+        ("CPU", |r| r.machine.cpu_model.clone()),
+        ("kernel", |r| r.machine.kernel.clone()),
+        ("herdless counters", |r| r.herdless_stats.to_string()),
+    ];
     let mut notes = Vec::new();
-    let mut differ = |what: &str, x: String, y: String| {
+    for (what, of) in settings {
+        let (x, y) = (of(a), of(b));
         if x != y {
             notes.push(format!("{what} differs: A {x}, B {y}"));
         }
-    };
-    differ("suite", a.suite.name().into(), b.suite.name().into());
-    differ(
-        "cores",
-        a.machine.cores.to_string(),
-        b.machine.cores.to_string(),
-    );
-    differ(
-        "CPU",
-        a.machine.cpu_model.clone(),
-        b.machine.cpu_model.clone(),
-    );
-    differ("kernel", a.machine.kernel.clone(), b.machine.kernel.clone());
-    differ(
-        "herdless counters",
-        a.herdless_stats.to_string(),
-        b.herdless_stats.to_string(),
-    );
+    }
     for (which, r) in [("A", a), ("B", b)] {
         if let Some(busy) = busy(&r.conditions, r.machine.cores) {
             notes.push(format!("{which} ran on a busy machine: {busy}"));
