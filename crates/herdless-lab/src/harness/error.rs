@@ -1,6 +1,6 @@
 //! The lab's one error type.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use thiserror::Error;
@@ -101,6 +101,14 @@ impl LabError {
     /// reader has what it wanted, so the lab stops quietly.
     pub fn is_broken_pipe(&self) -> bool {
         matches!(self, LabError::Os { source, .. } if source.kind() == std::io::ErrorKind::BrokenPipe)
+    }
+
+    /// A failed read or write of `path`, for `map_err`.
+    pub fn file(path: &Path) -> impl Fn(std::io::Error) -> Self + '_ {
+        |source| LabError::File {
+            path: path.to_path_buf(),
+            source,
+        }
     }
 
     /// An OS error while doing `what`.

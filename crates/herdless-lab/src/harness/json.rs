@@ -53,10 +53,7 @@ impl Report {
 
     /// Reads a report written by [`Report::write_json`].
     pub fn read_json(path: &Path) -> Result<Report, LabError> {
-        let text = std::fs::read_to_string(path).map_err(|source| LabError::File {
-            path: path.to_path_buf(),
-            source,
-        })?;
+        let text = std::fs::read_to_string(path).map_err(LabError::file(path))?;
         let json = |source| LabError::Json {
             path: path.to_path_buf(),
             source,

@@ -29,23 +29,21 @@ impl OutputFile {
     /// Creates `path`'s folder if missing and opens a temporary file in it;
     /// fails if `path` is a folder.
     pub fn claim(path: &Path) -> Result<OutputFile, LabError> {
-        let fail = |path: &Path| {
-            let path = path.to_path_buf();
-            move |source| LabError::File { path, source }
-        };
         if path.is_dir() {
-            return Err(fail(path)(std::io::ErrorKind::IsADirectory.into()));
+            return Err(LabError::file(path)(
+                std::io::ErrorKind::IsADirectory.into(),
+            ));
         }
         let folder = match path.parent() {
             Some(p) if !p.as_os_str().is_empty() => p,
             _ => Path::new("."),
         };
-        std::fs::create_dir_all(folder).map_err(fail(folder))?;
+        std::fs::create_dir_all(folder).map_err(LabError::file(folder))?;
         let temp = tempfile::Builder::new()
             .prefix(".herdless-lab-")
             .permissions(Permissions::from_mode(0o666)) // less the umask, as `File::create`
             .tempfile_in(folder)
-            .map_err(fail(path))?;
+            .map_err(LabError::file(path))?;
         Ok(OutputFile {
             path: path.to_path_buf(),
             temp,
@@ -59,13 +57,11 @@ impl OutputFile {
 
     /// Writes `bytes` and renames them over the file; returns its path.
     pub fn write(mut self, bytes: &[u8]) -> Result<PathBuf, LabError> {
-        let fail = |source| LabError::File {
-            path: self.path.clone(),
-            source,
-        };
-        self.temp.write_all(bytes).map_err(fail)?;
-        self.temp.as_file().sync_all().map_err(fail)?;
+        let fail = LabError::file(&self.path);
+        self.temp.write_all(bytes).map_err(&fail)?;
+        self.temp.as_file().sync_all().map_err(&fail)?;
         self.temp.persist(&self.path).map_err(|e| fail(e.error))?;
+        drop(fail); // (it borrows the path)
         Ok(self.path)
     }
 }
@@ -80,12 +76,8 @@ pub struct OutputDir {
 impl OutputDir {
     /// Creates `path` if missing and checks a file can be created in it.
     pub fn claim(path: &Path) -> Result<OutputDir, LabError> {
-        let fail = |source| LabError::File {
-            path: path.to_path_buf(),
-            source,
-        };
-        std::fs::create_dir_all(path).map_err(fail)?;
-        tempfile::tempfile_in(path).map_err(fail)?;
+        std::fs::create_dir_all(path).map_err(LabError::file(path))?;
+        tempfile::tempfile_in(path).map_err(LabError::file(path))?;
         Ok(OutputDir {
             path: path.to_path_buf(),
         })

@@ -29,18 +29,12 @@ const COLOURS: [RGBColor; 6] = [
 /// Writes one SVG per section of `exp` into `dir` (created if missing) and
 /// returns the files written.
 pub fn write_plots(exp: &ExperimentReport, dir: &Path) -> Result<Vec<PathBuf>, LabError> {
-    std::fs::create_dir_all(dir).map_err(|source| LabError::File {
-        path: dir.to_path_buf(),
-        source,
-    })?;
+    std::fs::create_dir_all(dir).map_err(LabError::file(dir))?;
     let mut written = Vec::new();
     for section in &exp.sections {
         let path = dir.join(file_name(exp, section));
         if let Some(svg) = svg(exp, section)? {
-            std::fs::write(&path, svg).map_err(|source| LabError::File {
-                path: path.clone(),
-                source,
-            })?;
+            std::fs::write(&path, svg).map_err(LabError::file(&path))?;
             written.push(path);
         }
     }

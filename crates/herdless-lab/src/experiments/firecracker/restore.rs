@@ -85,7 +85,8 @@ pub(crate) fn measure(
         Backend::Herdless(extra) => Some(herdless(extra)),
         Backend::HerdlessPrefetch(extra) => {
             let trace = scratch.path().join("working-set.trace");
-            write_file(&trace, &trace_of(tools, &snap, pages, &p)?)?;
+            let recorded = trace_of(tools, &snap, pages, &p)?;
+            std::fs::write(&trace, &*recorded).map_err(LabError::file(&trace))?;
             let mut run = herdless(extra);
             run.args.extend(["--prefetch".into(), trace.into()]);
             Some(run)
@@ -137,13 +138,6 @@ fn herdless_uffd(tools: &Tools, stats: PathBuf) -> HandlerRun {
     }
 }
 
-fn write_file(path: &Path, bytes: &[u8]) -> Result<(), LabError> {
-    std::fs::write(path, bytes).map_err(|e| LabError::File {
-        path: path.to_path_buf(),
-        source: e,
-    })
-}
-
 /// The working set of case `p` restored into `pages`, as `herdless-uffd
 /// --record` writes it: recorded once (an untimed 4 KiB on-demand restore
 /// into the same pages) and kept for the lab's lifetime.
@@ -164,10 +158,7 @@ fn trace_of(
         run.args
             .splice(0..0, ["--record".into(), trace.clone().into()]);
         restore(tools, snap, pages, p, &scratch, Some(run))?;
-        let bytes = std::fs::read(&trace).map_err(|e| LabError::File {
-            path: trace,
-            source: e,
-        })?;
+        let bytes = std::fs::read(&trace).map_err(LabError::file(&trace))?;
         Ok(Arc::new(bytes))
     })
 }
@@ -348,10 +339,7 @@ fn finish_handler(
             process.log_tail(3)
         )));
     }
-    let text = std::fs::read_to_string(stats).map_err(|e| LabError::File {
-        path: stats.clone(),
-        source: e,
-    })?;
+    let text = std::fs::read_to_string(stats).map_err(LabError::file(stats))?;
     let json: serde_json::Value = serde_json::from_str(&text).map_err(|e| LabError::Json {
         path: stats.clone(),
         source: e,

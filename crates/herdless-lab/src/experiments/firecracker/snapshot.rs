@@ -149,12 +149,8 @@ fn take(tools: &Tools, p: &Params, checksum: u64) -> Result<Snapshot, Taken> {
 /// Opens `path`, unlinks it, and returns the file and a path to it through
 /// `/proc/<lab>/fd` (another process can open that while the lab lives).
 fn keep_unlinked(path: &Path) -> Result<(File, PathBuf), LabError> {
-    let fail = |source| LabError::File {
-        path: path.to_path_buf(),
-        source,
-    };
-    let file = File::open(path).map_err(fail)?;
-    std::fs::remove_file(path).map_err(fail)?;
+    let file = File::open(path).map_err(LabError::file(path))?;
+    std::fs::remove_file(path).map_err(LabError::file(path))?;
     let proc_path = scratch::fd_path(&file);
     Ok((file, proc_path))
 }
