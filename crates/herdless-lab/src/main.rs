@@ -27,7 +27,8 @@ use herdless_lab::harness::output::{OutputDir, OutputFile};
 use herdless_lab::harness::verdict::Judgement;
 use herdless_lab::harness::wrap::{para, WIDTH};
 use herdless_lab::harness::{
-    compare, html, plot, run_experiment, summary, table, LabError, Report, RunOptions, Suite,
+    compare, html, plot, run_experiment, summary, table, Experiment, LabError, Report, RunOptions,
+    Suite,
 };
 
 /// Reproduces the seeds' experiments: herdless before and after each
@@ -231,20 +232,17 @@ impl Outputs {
 /// Runs `names` (`all`: every experiment); `Ok(false)` if some
 /// measurement failed.
 fn run(names: &[String], flags: &RunFlags, console: &mut Console) -> Result<bool, LabError> {
-    let selected = if names.iter().any(|n| n == "all") {
-        experiments::all()
-    } else {
-        let mut unique: Vec<&String> = Vec::new();
-        for n in names {
-            if !unique.contains(&n) {
-                unique.push(n);
-            }
+    // In the order named, each once.
+    let mut selected: Vec<Experiment> = Vec::new();
+    for name in names {
+        if name == "all" {
+            selected = experiments::all();
+            break;
         }
-        unique
-            .into_iter()
-            .map(|n| experiments::find(n))
-            .collect::<Result<_, _>>()?
-    };
+        if !selected.iter().any(|e| e.name == name) {
+            selected.push(experiments::find(name)?);
+        }
+    }
     let suite = flags.suite.suite();
     let mut opts = RunOptions::new(suite);
     if let Some(reps) = flags.reps {

@@ -113,12 +113,13 @@ pub fn experiment() -> Experiment {
 /// The stress shape, the same for every variant: `threads` producers each
 /// `write(i)` E times (a failed write fails the run), and this thread
 /// consumes with `wait_and_read` (waits once, returns the units it read)
-/// until it has every event; the seconds from the start to the last one.
+/// until it has every event; the events per ms and the time from the start
+/// to the last one.
 fn stress(
     p: Params,
     write: impl Fn(usize) -> bool + Sync,
     mut wait_and_read: impl FnMut() -> Result<u64, LabError>,
-) -> Result<f64, LabError> {
+) -> Result<Sample, LabError> {
     let total = p.threads as u64 * p.events_per_thread;
     let failed = AtomicU64::new(0);
     let (write, failed_ref) = (&write, &failed);
@@ -149,14 +150,16 @@ fn stress(
         join_each(producers, "a producer")?;
         Ok((received, end))
     })?;
-    let secs = (end - start).as_secs_f64();
     if received != total || failed.load(Ordering::Relaxed) > 0 {
         return Err(LabError::Sample(format!(
             "{received} of {total} events, {} writes failed",
             failed.load(Ordering::Relaxed)
         )));
     }
-    Ok(secs)
+    let ms = (end - start).as_secs_f64() * 1e3;
+    Ok(Sample::new()
+        .with("events_per_ms", total as f64 / ms)
+        .with("time_ms", ms))
 }
 
 fn measure(kind: ReadyListKind, case: &Case<Params>) -> Result<Sample, LabError> {
@@ -171,7 +174,7 @@ fn measure(kind: ReadyListKind, case: &Case<Params>) -> Result<Sample, LabError>
     }
     let mut events = Vec::with_capacity(p.threads);
     // A write never blocks: the counter cannot come near MAX.
-    let secs = stress(
+    let sample = stress(
         p,
         |i| efds[i].write(1).is_ok(),
         || {
@@ -186,9 +189,7 @@ fn measure(kind: ReadyListKind, case: &Case<Params>) -> Result<Sample, LabError>
     )?;
     let stats = poller.stats();
     let per_k = |n: u64| n as f64 * 1000.0 / total as f64;
-    Ok(Sample::new()
-        .with("events_per_ms", total as f64 / (secs * 1e3))
-        .with("time_ms", secs * 1e3)
+    Ok(sample
         .with("callbacks_per_kevent", per_k(stats.callbacks))
         .with("contended_per_kevent", per_k(stats.contended_list_lock))
         .with("queued_per_kevent", per_k(stats.queued))
@@ -201,7 +202,6 @@ fn os(what: &str) -> impl Fn(rustix::io::Errno) -> LabError + '_ {
 
 fn measure_kernel(case: &Case<Params>) -> Result<Sample, LabError> {
     let p = case.params;
-    let total = p.threads as u64 * p.events_per_thread;
     let ep = epoll::create(epoll::CreateFlags::CLOEXEC).map_err(os("epoll_create"))?;
     let efds: Vec<OwnedFd> = (0..p.threads)
         .map(|_| eventfd(0, EventfdFlags::CLOEXEC | EventfdFlags::NONBLOCK))
@@ -222,7 +222,7 @@ fn measure_kernel(case: &Case<Params>) -> Result<Sample, LabError> {
     };
     let mut events: Vec<epoll::Event> = Vec::with_capacity(p.threads);
     let write = |i: usize| rustix::io::write(&efds[i], &1u64.to_ne_bytes()).is_ok();
-    let secs = stress(p, write, || {
+    stress(p, write, || {
         events.clear();
         let spare = rustix::buffer::spare_capacity(&mut events);
         epoll::wait(&ep, spare, Some(&timeout)).map_err(os("epoll_wait"))?;
@@ -234,8 +234,5 @@ fn measure_kernel(case: &Case<Params>) -> Result<Sample, LabError> {
             }
         }
         Ok(got)
-    })?;
-    Ok(Sample::new()
-        .with("events_per_ms", total as f64 / (secs * 1e3))
-        .with("time_ms", secs * 1e3))
+    })
 }

@@ -69,11 +69,6 @@ impl Process {
         })
     }
 
-    /// Its process id.
-    pub(crate) fn pid(&self) -> u32 {
-        self.child.id()
-    }
-
     /// Its exit status, waiting at most `within` for it to exit.
     pub(crate) fn wait_exit(&mut self, within: Duration) -> Result<Option<ExitStatus>, LabError> {
         let deadline = Instant::now() + within;
@@ -91,7 +86,7 @@ impl Process {
     /// in `/proc/PID/io`), while it runs.
     pub(crate) fn bytes_read(&self) -> Option<u64> {
         Some(
-            procfs::process::Process::new(self.pid() as i32)
+            procfs::process::Process::new(self.child.id() as i32)
                 .ok()?
                 .io()
                 .ok()?
@@ -206,11 +201,6 @@ impl Vm {
             .map_err(|e| self.explain(LabError::os("writing to the guest's serial input", e)))
     }
 
-    /// Firecracker's process id.
-    pub(crate) fn pid(&self) -> u32 {
-        self.process.pid()
-    }
-
     /// The next console line starting with `prefix` (skipping others),
     /// within `within`; an `ERROR` line from the guest, the console's end or
     /// the time running out is an error saying what the VM last said.
@@ -273,7 +263,7 @@ impl Vm {
     /// userfaultfd handler served counts as major), or `None` if the
     /// thread is not found.
     pub(crate) fn vcpu_faults(&self) -> Option<u64> {
-        let process = procfs::process::Process::new(self.pid() as i32).ok()?;
+        let process = procfs::process::Process::new(self.process.child.id() as i32).ok()?;
         let stat = process.tasks().ok()?.flatten().find_map(|task| {
             let stat = task.stat().ok()?;
             (stat.comm == "fc_vcpu 0").then_some(stat)
