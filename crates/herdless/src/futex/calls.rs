@@ -34,10 +34,11 @@ pub(crate) struct Unparked {
     pub(crate) unparked: usize,
     /// Whether waiters of the key remain queued after them.
     pub(crate) have_more: bool,
-    /// Whether a lock should hand itself over fairly this time: the waiter
-    /// found asked for it (a task woken once in vain,
-    /// `mutex/lock_async.rs`), or the bucket's eventual-fairness period is
-    /// over (`Queue::due_for_fairness`). Only set when a waiter was found.
+    /// Whether a lock should hand itself over fairly this time: for a task
+    /// waiter, whether it asked for it (a task woken once in vain,
+    /// `mutex/lock_async.rs`); for a thread, whether the bucket's
+    /// eventual-fairness period is over (`Queue::due_for_fairness`). Only
+    /// set when a waiter was found.
     pub(crate) be_fair: bool,
 }
 

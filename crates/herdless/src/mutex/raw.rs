@@ -100,8 +100,8 @@
 //! the request and goes back to sleep at the head of the queue.
 //! [`unlock_fair`](lock_api::MutexGuard::unlock_fair) hands the lock to the
 //! oldest sleeper, still held; and every 0.5 ms per table bucket the unlock
-//! that wakes a sleeper does the same if the lock is still free (eventual
-//! fairness, as parking_lot).
+//! that wakes a sleeping thread does the same if the lock is still free
+//! (eventual fairness, as parking_lot; a task asks instead, `lock_async.rs`).
 
 use std::num::NonZeroU32;
 use std::time::Duration;

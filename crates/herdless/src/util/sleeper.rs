@@ -68,15 +68,16 @@ impl Sleeper {
         }
     }
 
-    /// Whether the record's owner asks the waker that dequeues it for the
-    /// lock itself: only a task can ([`Sleeper::set_asks_handoff`]). Read
-    /// under the list's lock.
-    pub(crate) fn asks_handoff(&self) -> bool {
+    /// For a task, whether it asks the waker that dequeues it for the lock
+    /// itself ([`Sleeper::set_asks_handoff`]); `None` for a thread, which
+    /// never asks this way (a woken thread asks through the mutex word's
+    /// ASKING while it spins). Read under the list's lock.
+    pub(crate) fn task_asks_handoff(&self) -> Option<bool> {
         match self {
-            Sleeper::Thread(_) => false,
+            Sleeper::Thread(_) => None,
             // Relaxed: under the list's lock, which the owner's push
             // released after the store.
-            Sleeper::Task(_, asks) => asks.load(Ordering::Relaxed),
+            Sleeper::Task(_, asks) => Some(asks.load(Ordering::Relaxed)),
         }
     }
 }
