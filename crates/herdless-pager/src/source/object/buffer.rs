@@ -13,11 +13,10 @@
 //! (each is a mapping of the process's, which the kernel counts against
 //! `vm.max_map_count`), the buffer is a vector.
 
-use std::ptr::NonNull;
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 
 use bytes::Bytes;
-use rustix::mm;
+use memmap2::{Advice, MmapMut};
 
 /// The huge page size asked for; chunks smaller than this are vectors.
 const HUGE: usize = 2 << 20;
@@ -34,86 +33,67 @@ static MAPPED: AtomicUsize = AtomicUsize::new(0);
 /// then frozen into [`Bytes`].
 pub(crate) struct ChunkBuf {
     backing: Backing,
+    /// Where the buffer starts in the backing (a huge page boundary of a
+    /// mapping; 0 for a vector).
+    start: usize,
     capacity: usize,
     len: usize,
 }
 
 enum Backing {
-    /// `capacity` bytes at `base`, aligned to [`HUGE`] inside a private
-    /// anonymous mapping of `map_len` bytes at `map`.
-    Mapped {
-        base: NonNull<u8>,
-        map: NonNull<u8>,
-        map_len: usize,
-    },
+    /// A private anonymous mapping one huge page longer than the buffer,
+    /// counted in [`MAPPED`] while it lives.
+    Mapped(MmapMut),
     /// `capacity` bytes, zeroed when made.
     Heap(Vec<u8>),
 }
 
-// SAFETY: a mapped buffer's memory is owned by this value alone (mapped in
-// `with_capacity`, unmapped once in `drop`); written only through
-// `&mut self`, and read only through `&self`.
-unsafe impl Send for ChunkBuf {}
-// SAFETY: as above: a shared `ChunkBuf` is only read.
-unsafe impl Sync for ChunkBuf {}
-
 impl ChunkBuf {
     /// A buffer for `capacity` bytes.
     pub(crate) fn with_capacity(capacity: usize) -> ChunkBuf {
-        let backing = if capacity >= HUGE {
-            Self::map(capacity)
-        } else {
-            None
-        };
+        if capacity >= HUGE {
+            if let Some((map, start)) = Self::map(capacity) {
+                return ChunkBuf {
+                    backing: Backing::Mapped(map),
+                    start,
+                    capacity,
+                    len: 0,
+                };
+            }
+        }
         ChunkBuf {
-            backing: backing.unwrap_or_else(|| Backing::Heap(vec![0; capacity])),
+            backing: Backing::Heap(vec![0; capacity]),
+            start: 0,
             capacity,
             len: 0,
         }
     }
 
-    /// A mapping for `capacity` bytes starting on a huge page boundary,
-    /// if one may and can be made.
-    fn map(capacity: usize) -> Option<Backing> {
+    /// A mapping with room for `capacity` bytes from a huge page boundary,
+    /// and that boundary's offset in it, if one may and can be made.
+    fn map(capacity: usize) -> Option<(MmapMut, usize)> {
         if MAPPED.fetch_add(1, Relaxed) >= MAPPED_MAX {
             MAPPED.fetch_sub(1, Relaxed);
             return None;
         }
-        let made = Self::map_aligned(capacity);
-        if made.is_none() {
+        let Some(map) = capacity
+            .checked_add(HUGE)
+            .and_then(|l| MmapMut::map_anon(l).ok())
+        else {
             MAPPED.fetch_sub(1, Relaxed);
-        }
-        made
-    }
-
-    fn map_aligned(capacity: usize) -> Option<Backing> {
-        let map_len = capacity.checked_add(HUGE)?;
-        // SAFETY: a fresh private anonymous mapping the kernel places (no
-        // address given); nothing else refers to it.
-        let map = unsafe {
-            mm::mmap_anonymous(
-                std::ptr::null_mut(),
-                map_len,
-                mm::ProtFlags::READ | mm::ProtFlags::WRITE,
-                mm::MapFlags::PRIVATE,
-            )
-        }
-        .ok()?;
-        let map = NonNull::new(map.cast::<u8>())?;
-        let skip = (HUGE - map.as_ptr() as usize % HUGE) % HUGE;
-        // SAFETY: `skip < HUGE`, so `skip + capacity <= map_len`: inside
-        // the mapping.
-        let base = unsafe { NonNull::new_unchecked(map.as_ptr().add(skip)) };
+            return None;
+        };
+        let start = (HUGE - map.as_ptr() as usize % HUGE) % HUGE;
         // Best effort: without it the buffer is in 4 KiB pages.
-        // SAFETY: advice on memory this value owns; it changes no byte.
-        let _ = unsafe { mm::madvise(base.as_ptr().cast(), capacity, mm::Advice::LinuxHugepage) };
-        Some(Backing::Mapped { base, map, map_len })
+        let _ = map.advise_range(Advice::HugePage, start, capacity);
+        Some((map, start))
     }
 
-    fn base(&self) -> *const u8 {
-        match &self.backing {
-            Backing::Mapped { base, .. } => base.as_ptr(),
-            Backing::Heap(v) => v.as_ptr(),
+    fn bytes_mut(&mut self) -> &mut [u8] {
+        let (start, capacity) = (self.start, self.capacity);
+        match &mut self.backing {
+            Backing::Mapped(m) => &mut m[start..start + capacity],
+            Backing::Heap(v) => &mut v[..],
         }
     }
 
@@ -135,16 +115,8 @@ impl ChunkBuf {
     /// The space not written yet, for a `read` into it; mark what was
     /// read with [`filled`](ChunkBuf::filled).
     pub(crate) fn spare(&mut self) -> &mut [u8] {
-        let (len, capacity) = (self.len, self.capacity);
-        match &mut self.backing {
-            // SAFETY: `capacity - len` bytes after the written ones, inside
-            // the mapping, which `&mut self` holds alone. Anonymous memory
-            // reads as zeros until written: they are initialized.
-            Backing::Mapped { base, .. } => unsafe {
-                std::slice::from_raw_parts_mut(base.as_ptr().add(len), capacity - len)
-            },
-            Backing::Heap(v) => &mut v[len..],
-        }
+        let len = self.len;
+        &mut self.bytes_mut()[len..]
     }
 
     /// Counts `n` more bytes of [`spare`](ChunkBuf::spare) as written.
@@ -160,25 +132,24 @@ impl ChunkBuf {
                 v.truncate(self.len);
                 Bytes::from(v)
             }
-            Backing::Mapped { .. } => Bytes::from_owner(self),
+            Backing::Mapped(_) => Bytes::from_owner(self),
         }
     }
 }
 
 impl AsRef<[u8]> for ChunkBuf {
     fn as_ref(&self) -> &[u8] {
-        // SAFETY: the first `len <= capacity` bytes at `base` are
-        // initialized (written, or zeros) and stay while `self` lives.
-        unsafe { std::slice::from_raw_parts(self.base(), self.len) }
+        let at = self.start;
+        match &self.backing {
+            Backing::Mapped(m) => &m[at..at + self.len],
+            Backing::Heap(v) => &v[..self.len],
+        }
     }
 }
 
 impl Drop for ChunkBuf {
     fn drop(&mut self) {
-        if let Backing::Mapped { map, map_len, .. } = self.backing {
-            // SAFETY: unmaps exactly the mapping made in `map_aligned`; no
-            // slice of it outlives `self` (`Bytes` own the buffer).
-            let _ = unsafe { mm::munmap(map.as_ptr().cast(), map_len) };
+        if let Backing::Mapped(_) = self.backing {
             MAPPED.fetch_sub(1, Relaxed);
         }
     }
@@ -191,7 +162,7 @@ mod tests {
     #[test]
     fn a_buffer_takes_what_fits_and_freezes_to_exactly_that() {
         let mut b = ChunkBuf::with_capacity(HUGE + 4096);
-        assert!(matches!(b.backing, Backing::Mapped { .. }));
+        assert!(matches!(b.backing, Backing::Mapped(_)));
         assert!(b.push(&[1, 2, 3]));
         assert_eq!(b.len(), 3);
         let spare = b.spare();
