@@ -51,15 +51,15 @@ enum Backing {
 impl ChunkBuf {
     /// A buffer for `capacity` bytes.
     pub(crate) fn with_capacity(capacity: usize) -> ChunkBuf {
-        if capacity >= HUGE {
-            if let Some((map, start)) = Self::map(capacity) {
-                return ChunkBuf {
-                    backing: Backing::Mapped(map),
-                    start,
-                    capacity,
-                    len: 0,
-                };
-            }
+        if capacity >= HUGE
+            && let Some((map, start)) = Self::map(capacity)
+        {
+            return ChunkBuf {
+                backing: Backing::Mapped(map),
+                start,
+                capacity,
+                len: 0,
+            };
         }
         ChunkBuf {
             backing: Backing::Heap(vec![0; capacity]),
