@@ -29,13 +29,12 @@ use std::io;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Component, Path, PathBuf};
 use std::pin::Pin;
-use std::ptr::NonNull;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Mutex, PoisonError};
 use std::task::{Context, Poll};
 
 use bytes::Bytes;
 use futures_util::Stream;
-use rustix::mm;
+use memmap2::Mmap;
 use s3s::stream::{ByteStream, RemainingLength};
 use tokio::sync::mpsc;
 
@@ -110,66 +109,10 @@ impl Opened {
     }
 }
 
-/// A whole object file, mapped read-only and shared (its page-cache
-/// pages, faulted in as the socket first copies them), kept for the next
-/// GETs of the same file ([`mapping_of`]).
-struct Mapped {
-    base: NonNull<u8>,
-    len: usize,
-}
-
-// SAFETY: the mapping is read-only and owned by this value alone (unmapped
-// once, in `drop`); reading it from any thread is sound.
-unsafe impl Send for Mapped {}
-// SAFETY: as above; `&Mapped` only reads.
-unsafe impl Sync for Mapped {}
-
-impl Mapped {
-    /// `None` where the file is empty or cannot be mapped.
-    fn new(file: &File, len: u64) -> Option<Mapped> {
-        let len = usize::try_from(len).ok().filter(|&l| l > 0)?;
-        // SAFETY: a fresh mapping the kernel places (no address given), of
-        // an open file, read-only; nothing else refers to it.
-        let base = unsafe {
-            mm::mmap(
-                std::ptr::null_mut(),
-                len,
-                mm::ProtFlags::READ,
-                mm::MapFlags::SHARED,
-                file,
-                0,
-            )
-        }
-        .ok()?;
-        Some(Mapped {
-            base: NonNull::new(base.cast())?,
-            len,
-        })
-    }
-}
-
-impl Drop for Mapped {
-    fn drop(&mut self) {
-        // SAFETY: unmaps exactly the mapping made in `new`, which no slice
-        // outlives (every `Bytes` of it holds an `Arc` of this value).
-        let _ = unsafe { mm::munmap(self.base.as_ptr().cast(), self.len) };
-    }
-}
-
-/// A [`Mapped`] file as the bytes a `Bytes` owns.
-struct MappedBytes(Arc<Mapped>);
-
-impl AsRef<[u8]> for MappedBytes {
-    fn as_ref(&self) -> &[u8] {
-        // SAFETY: `len` bytes are mapped readable at `base` while the
-        // `Arc` lives, and the file held them all when mapped (module doc:
-        // it is never truncated in place).
-        unsafe { std::slice::from_raw_parts(self.0.base.as_ptr(), self.0.len) }
-    }
-}
-
-/// A file kept mapped, by its inode (device, number).
-type Kept = ((u64, u64), Arc<Mapped>);
+/// A file kept mapped, by its inode (device, number): its whole bytes, a
+/// read-only shared mapping (its page-cache pages, faulted in as the
+/// socket first copies them) that every `Bytes` of it keeps alive.
+type Kept = ((u64, u64), Bytes);
 
 /// Files kept mapped, the latest last (a mapping holds its file, so its
 /// inode number is not reused while it is here).
@@ -180,29 +123,26 @@ const MAPPINGS_KEPT: usize = 8;
 /// where the file is shorter or cannot be mapped.
 fn mapping_of(file: &File, ino: (u64, u64), first: u64, len: u64) -> Option<Bytes> {
     static KEPT: Mutex<Vec<Kept>> = Mutex::new(Vec::new());
-    let end = first.checked_add(len)?;
-    let size = file.metadata().ok()?.len();
+    let end = usize::try_from(first.checked_add(len)?).ok()?;
+    let size = usize::try_from(file.metadata().ok()?.len()).ok()?;
     let mut kept = KEPT.lock().unwrap_or_else(PoisonError::into_inner);
-    let found = kept
-        .iter()
-        .position(|(i, m)| *i == ino && m.len as u64 == size);
-    let mapped = match found {
-        Some(at) => Arc::clone(&kept[at].1),
+    let found = kept.iter().find(|(i, m)| *i == ino && m.len() == size);
+    let whole = match found {
+        Some((_, m)) => m.clone(),
         None => {
-            let m = Arc::new(Mapped::new(file, size)?);
+            // SAFETY: objects are never truncated in place while mapped
+            // (module doc): a PUT renames a new file over the old one.
+            let m = Bytes::from_owner(unsafe { Mmap::map(file) }.ok()?);
             if kept.len() >= MAPPINGS_KEPT {
                 kept.remove(0);
             }
-            kept.push((ino, Arc::clone(&m)));
+            kept.push((ino, m.clone()));
             m
         }
     };
     drop(kept);
-    if end > mapped.len as u64 {
-        return None;
-    }
-    let whole = Bytes::from_owner(MappedBytes(mapped));
-    Some(whole.slice(usize::try_from(first).ok()?..usize::try_from(end).ok()?))
+    let first = usize::try_from(first).ok()?;
+    (end <= whole.len()).then(|| whole.slice(first..end))
 }
 
 /// A mapped body, sent in [`FRAME`]-byte slices (no copy).
