@@ -6,8 +6,8 @@
 //!
 //! # States (each changed only under the slot's lock)
 //! ```text
-//!   Absent ──queue──▶ Queued ──claim (prefetch task)──▶ Fetching ──complete──▶ Ready(bytes)
-//!     │                 │                                  ▲            └──────▶ Failed(why)
+//!   Absent ──queue──▶ Queued ──claim (prefetch task)──▶ Fetching ──complete──▶ Done
+//!     │                 │                                  ▲
 //!     └──── claim (a reader: demand) ──────────────────────┘
 //! ```
 //! Exactly one party moves a slot to `Fetching` (whoever holds the lock
@@ -18,19 +18,21 @@
 //! the slot's condition variable; `complete` sets the final state and
 //! notifies under the lock, so a waiter either saw the final state when it
 //! looked or is asleep on the condition variable when it is notified (no
-//! lost wakeup: both happen under the lock). `Ready` and `Failed` are
-//! final: a failed chunk is not fetched again during this restore (its
-//! pages are poisoned on access; see `fetch.rs` for the retries before).
+//! lost wakeup: both happen under the lock). `Done` is final, and its
+//! outcome (the bytes, or why there are none) is the slot's `OnceLock`,
+//! set before: a failed chunk is not fetched again during this restore
+//! (its pages are poisoned on access; see `fetch.rs` for the retries
+//! before).
 //!
 //! # Looking without the lock
 //! The prefetch asks, for every range it has left, whether its chunk is
 //! here ([`settled`](Chunks::settled)) and where its bytes are
 //! ([`peek`](Chunks::peek)), many times per arrival: those two read a
-//! slot's final outcome without its lock, from a `OnceLock` that
-//! `complete` sets before it takes the lock to set the state (std's
-//! `OnceLock` publishes the value whole to whoever finds it set). A reader
-//! that does not find it yet looks again later, or waits under the lock,
-//! where the final state is set after it.
+//! slot's outcome without its lock: `complete` sets the `OnceLock` before
+//! it takes the lock to set `Done` (std's `OnceLock` publishes the value
+//! whole to whoever finds it set). A reader that does not find it yet
+//! looks again later, or waits under the lock, where `Done` is set after
+//! it.
 //!
 //! # Arrivals
 //! Besides each slot's own wake, every fetch that ends is counted once,
@@ -53,16 +55,28 @@ enum State {
     Absent,
     Queued,
     Fetching,
-    Ready(Bytes),
-    Failed(Failure),
+    /// The outcome is in the slot's `OnceLock`.
+    Done,
 }
 
 struct Slot {
     state: Mutex<State>,
     done: Condvar,
-    /// The final state's outcome, for readers that do not lock (module
+    /// The fetch's outcome, set once, before the state is `Done` (module
     /// doc).
     outcome: OnceLock<Result<Bytes, Failure>>,
+}
+
+impl Slot {
+    /// The outcome of a `Done` slot.
+    fn outcome(&self) -> Result<Bytes, Failure> {
+        match self.outcome.get() {
+            Some(Ok(b)) => Ok(b.clone()),
+            Some(Err(f)) => Err(Arc::clone(f)),
+            // `Done` is set after the outcome, and both are final.
+            None => Err("the chunk's fetch ended without an outcome".into()),
+        }
+    }
 }
 
 /// What a reader asking for a chunk must do.
@@ -114,10 +128,13 @@ impl Chunks {
 
     /// A reader's claim on chunk `i` (module doc).
     pub(crate) fn claim(&self, i: usize) -> Claim {
-        let mut s = lock(&self.slots[i]);
+        let slot = &self.slots[i];
+        let mut s = lock(slot);
         match &*s {
-            State::Ready(b) => Claim::Ready(b.clone()),
-            State::Failed(f) => Claim::Failed(Arc::clone(f)),
+            State::Done => match slot.outcome() {
+                Ok(b) => Claim::Ready(b),
+                Err(f) => Claim::Failed(f),
+            },
             State::Fetching => Claim::Wait,
             State::Absent | State::Queued => {
                 *s = State::Fetching;
@@ -167,12 +184,9 @@ impl Chunks {
         let slot = &self.slots[i];
         // Published first, for the readers that do not lock (module doc);
         // `complete` is called once per chunk, so the cell is empty here.
-        let _ = slot.outcome.set(outcome.clone());
+        let _ = slot.outcome.set(outcome);
         let mut s = lock(slot);
-        *s = match outcome {
-            Ok(b) => State::Ready(b),
-            Err(f) => State::Failed(f),
-        };
+        *s = State::Done;
         slot.done.notify_all();
         drop(s);
         let mut n = self.arrived.lock().unwrap_or_else(PoisonError::into_inner);
@@ -203,8 +217,7 @@ impl Chunks {
         let mut s = lock(slot);
         loop {
             match &*s {
-                State::Ready(b) => return Ok(b.clone()),
-                State::Failed(f) => return Err(Arc::clone(f)),
+                State::Done => return slot.outcome(),
                 // Queued or Absent cannot be seen here: the waiter (or
                 // someone before it) claimed the slot, and nothing moves
                 // it back.
