@@ -19,6 +19,23 @@ use crate::PagerError;
 /// holding the new end reads the file's bytes then zeros, and a page wholly
 /// past it fails (the pager reports the error and poisons the page:
 /// `SIGBUS`, as a mapped file gives).
+///
+/// ```
+/// use herdless_pager::{FileSource, PageSource};
+///
+/// let path = std::env::temp_dir().join(format!("filesource-doc-{}", std::process::id()));
+/// std::fs::write(&path, vec![3u8; 3 * 4096])?;
+/// let src = FileSource::open(&path)?;
+/// assert_eq!(src.len(), 3 * 4096);
+/// src.populate(0, 8192)?; // warm what will be served first (optional)
+/// let mut page = vec![0u8; 4096];
+/// src.read_at(4096, &mut page)?;
+/// assert!(page.iter().all(|&b| b == 3));
+/// // A directory is refused when opened, not when a fault reads it.
+/// assert!(FileSource::open(std::env::temp_dir()).is_err());
+/// std::fs::remove_file(&path)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug)]
 pub struct FileSource {
     file: File,
@@ -30,6 +47,10 @@ pub struct FileSource {
 
 impl FileSource {
     /// Opens `path` read-only.
+    ///
+    /// # Errors
+    /// [`PagerError::SourceOpen`] if the file cannot be opened or its
+    /// metadata read, or it is not a regular file.
     pub fn open(path: impl AsRef<Path>) -> Result<Self, PagerError> {
         let path = path.as_ref();
         let err = |source| PagerError::SourceOpen {
@@ -41,6 +62,10 @@ impl FileSource {
     }
 
     /// Wraps an open file (e.g. a memfd); `name` is used in messages.
+    ///
+    /// # Errors
+    /// [`PagerError::SourceOpen`] if its metadata cannot be read or it is
+    /// not a regular file.
     pub fn from_file(file: File, name: impl AsRef<Path>) -> Result<Self, PagerError> {
         let path = name.as_ref().to_path_buf();
         let meta = file.metadata().map_err(|source| PagerError::SourceOpen {
@@ -76,6 +101,10 @@ impl FileSource {
     /// file (`MAP_POPULATE`) before the VMM connects; `herdless-uffd` does
     /// it for the working set it will prefetch. Does nothing for a file
     /// that could not be mapped.
+    ///
+    /// # Errors
+    /// [`PagerError::SourceRead`] if the range cannot be read in (an I/O
+    /// error, or the file shrank below it).
     pub fn populate(&self, offset: u64, len: u64) -> Result<(), PagerError> {
         match &self.map {
             Some(m) => m

@@ -6,6 +6,20 @@ use std::sync::Arc;
 use super::PageSource;
 
 /// Bytes in memory (shared, so many pagers can serve one snapshot).
+///
+/// ```
+/// use herdless_pager::{MemSource, PageSource};
+///
+/// let snapshot = MemSource::new(vec![7u8; 8192]);
+/// let for_another_pager = snapshot.clone(); // the bytes are shared, not copied
+/// let mut page = [0u8; 4096];
+/// for_another_pager.read_at(4096, &mut page)?;
+/// assert!(page.iter().all(|&b| b == 7));
+/// assert_eq!(snapshot.bytes().len(), 8192);
+/// // Reading past the end is an error, never a short read.
+/// assert!(snapshot.read_at(8192, &mut page).is_err());
+/// # Ok::<(), std::io::Error>(())
+/// ```
 #[derive(Clone, Debug)]
 pub struct MemSource {
     bytes: Arc<[u8]>,

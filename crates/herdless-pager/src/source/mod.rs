@@ -23,6 +23,43 @@ pub use zero::ZeroSource;
 
 /// The bytes behind a pager's region. Byte `i` of the region is byte `i` of
 /// the source; past [`len`](PageSource::len) the region reads zeros.
+///
+/// The built-in sources are [`FileSource`], [`MemSource`], [`ZeroSource`]
+/// and, with the `object-store` feature, `object::ObjectSource`. A source of
+/// your own needs only `len` and `read_at`; say `may_touch_region() ==
+/// false` when reading it cannot touch the pager's region (it then runs
+/// with a single handler if asked to).
+///
+/// ```
+/// use std::io;
+/// use herdless_pager::PageSource;
+///
+/// /// Every byte is its offset's low byte: a pattern tests can check.
+/// struct Pattern(u64);
+///
+/// impl PageSource for Pattern {
+///     fn len(&self) -> u64 {
+///         self.0
+///     }
+///     fn read_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<()> {
+///         for (i, b) in buf.iter_mut().enumerate() {
+///             *b = (offset + i as u64) as u8;
+///         }
+///         Ok(())
+///     }
+///     fn may_touch_region(&self) -> bool {
+///         false
+///     }
+/// }
+///
+/// let src = Pattern(1 << 20);
+/// let mut page = [0u8; 4];
+/// src.read_at(0x1ff, &mut page)?;
+/// assert_eq!(page, [0xff, 0x00, 0x01, 0x02]);
+/// // Memory-like: everything is available without blocking.
+/// assert_eq!(src.read_nowait(0, &mut page)?, 4);
+/// # Ok::<(), io::Error>(())
+/// ```
 pub trait PageSource: Send + Sync + 'static {
     /// Bytes in the source.
     fn len(&self) -> u64;

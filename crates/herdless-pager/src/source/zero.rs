@@ -5,6 +5,17 @@ use std::io;
 use super::PageSource;
 
 /// `len` zero bytes.
+///
+/// ```
+/// use herdless_pager::{PageSource, ZeroSource};
+///
+/// let src = ZeroSource::new(1 << 30); // 1 GiB of zeros, nothing allocated
+/// let mut page = vec![0xaau8; 4096];
+/// src.read_at(512 << 20, &mut page)?;
+/// assert!(page.iter().all(|&b| b == 0));
+/// assert_eq!(src.len(), 1 << 30);
+/// # Ok::<(), std::io::Error>(())
+/// ```
 #[derive(Clone, Copy, Debug)]
 pub struct ZeroSource {
     len: u64,

@@ -104,6 +104,22 @@ impl<T: ?Sized> MutexAsyncExt<T> for Mutex<T> {
 /// The future of [`MutexAsyncExt::lock_async`]: a [`MutexGuard`] once the
 /// lock is held. Dropping it leaves the queue, or passes on the wake or
 /// the lock an unlock gave it.
+///
+/// ```
+/// use std::future::Future;
+/// use herdless::{Mutex, MutexAsyncExt};
+///
+/// let m = Mutex::new(0);
+/// let held = m.lock();
+/// let mut waiting = Box::pin(m.lock_async());
+/// // Polled once, it queues behind the holder; dropped, it leaves the queue.
+/// let waker = futures::task::noop_waker();
+/// let mut cx = std::task::Context::from_waker(&waker);
+/// assert!(waiting.as_mut().poll(&mut cx).is_pending());
+/// drop(waiting);
+/// drop(held);
+/// assert!(m.try_lock().is_some());
+/// ```
 #[must_use = "futures do nothing unless polled"]
 pub struct MutexLockFuture<'a, T: ?Sized> {
     mutex: &'a Mutex<T>,

@@ -111,7 +111,8 @@ pub struct RawLock<'a> {
 impl RawMutex {
     /// Takes the lock, as a task: the async form of
     /// [`acquire`](Self::acquire), waiting in the same FIFO queue as the
-    /// threads (release with [`release`](Self::release)).
+    /// threads (release with [`release`](Self::release)). [`RawLock`] has
+    /// an example.
     #[inline]
     pub fn lock_async(&self) -> RawLock<'_> {
         RawLock {

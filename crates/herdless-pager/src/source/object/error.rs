@@ -9,6 +9,18 @@ use thiserror::Error;
 
 /// What can go wrong opening an [`ObjectSource`](super::ObjectSource) or
 /// reading a whole small object.
+///
+/// ```
+/// use herdless_pager::object::{ObjectError, ObjectOptions, ObjectSource};
+///
+/// let opts = ObjectOptions::default();
+/// let err = ObjectSource::open("s3://a-bucket-but-no-key", &opts).unwrap_err();
+/// assert!(matches!(err, ObjectError::BadUrl { .. }));
+/// assert!(err.to_string().contains("names no object"));
+/// // A missing object is refused when the source is opened, not at a fault.
+/// let err = ObjectSource::open("file:///no/such/vm.mem", &opts).unwrap_err();
+/// assert!(matches!(err, ObjectError::NotFound { .. }), "{err}");
+/// ```
 #[derive(Debug, Error)]
 pub enum ObjectError {
     /// The URL does not parse, or names no object.

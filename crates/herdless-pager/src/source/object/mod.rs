@@ -83,7 +83,24 @@ pub const DEFAULT_FETCH_CONCURRENCY: usize = 16;
 /// The largest chunk accepted.
 pub const MAX_CHUNK_SIZE: u64 = 1 << 30;
 
-/// How an [`ObjectSource`] reads.
+/// How an [`ObjectSource`] reads. Start from the defaults and change what
+/// you need; [`ObjectSource::open`] checks the values.
+///
+/// ```
+/// use std::time::Duration;
+/// use herdless_pager::object::ObjectOptions;
+///
+/// let opts = ObjectOptions {
+///     chunk_size: 4 << 20, // E2B's range reads
+///     cache_dir: Some("/var/cache/snapshots".into()),
+///     fetch_concurrency: 8,
+///     request_timeout: Duration::from_secs(10),
+///     // Over the environment's AWS_REGION, for this source only.
+///     store_config: vec![("aws_region".into(), "eu-west-1".into())],
+///     ..ObjectOptions::default()
+/// };
+/// assert_eq!(opts.retries, 4);
+/// ```
 #[derive(Clone, Debug)]
 pub struct ObjectOptions {
     /// Bytes per range GET: a multiple of the page size, at most
@@ -249,9 +266,41 @@ impl ObjectSource {
     /// directory in the host cache and starts the fetcher's threads.
     /// Blocks for the `HEAD`; call it outside any async runtime's threads.
     ///
+    /// # Examples
+    /// A local file through `file://` (the same code reads `s3://`,
+    /// `gs://`, `az://` and `http(s)://`), in two chunks through a host
+    /// cache:
+    /// ```
+    /// use herdless_pager::object::{ObjectOptions, ObjectSource};
+    /// use herdless_pager::PageSource;
+    ///
+    /// let dir = std::env::temp_dir().join(format!("object-doc-{}", std::process::id()));
+    /// std::fs::create_dir_all(&dir)?;
+    /// let memory = dir.join("vm.mem");
+    /// std::fs::write(&memory, vec![5u8; 4 << 20])?;
+    /// let opts = ObjectOptions {
+    ///     chunk_size: 2 << 20,
+    ///     cache_dir: Some(dir.join("cache")),
+    ///     ..ObjectOptions::default()
+    /// };
+    /// let src = ObjectSource::open(&format!("file://{}", memory.display()), &opts)?;
+    /// assert_eq!(src.len(), 4 << 20);
+    /// src.prefetch([(0, 4096)]); // chunk 0's GET starts; returns at once
+    /// let mut page = vec![0u8; 4096];
+    /// src.read_at((2 << 20) + 4096, &mut page)?; // waits for chunk 1 only
+    /// assert!(page.iter().all(|&b| b == 5));
+    /// src.read_at(0, &mut page)?; // the prefetched chunk
+    /// let stats = src.stats();
+    /// assert_eq!((stats.chunks, stats.fetches, stats.host_hits), (2, 2, 0));
+    /// drop(src); // waits for the host cache's writes
+    /// std::fs::remove_dir_all(&dir)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
     /// # Errors
     /// A bad URL or option, a store that cannot be set up, a missing
-    /// object, refused credentials, an unusable cache directory.
+    /// object, refused credentials, an unusable cache directory
+    /// ([`ObjectError`] has an example).
     pub fn open(url: &str, opts: &ObjectOptions) -> Result<Self, ObjectError> {
         let page = rustix::param::page_size() as u64;
         if opts.chunk_size == 0
@@ -359,7 +408,7 @@ impl ObjectSource {
     /// Starts fetching the chunks holding `ranges` (offset, length), in
     /// this order (a chunk once), at most `fetch_concurrency` at once;
     /// chunks already fetched or being fetched are skipped. Returns at
-    /// once.
+    /// once ([`open`](ObjectSource::open) has an example).
     pub fn prefetch(&self, ranges: impl IntoIterator<Item = (u64, u64)>) {
         let cs = self.core.chunk_size;
         let len = self.core.len;
@@ -374,7 +423,8 @@ impl ObjectSource {
         self.core.prefetch(chunks);
     }
 
-    /// What the source has done so far.
+    /// What the source has done so far ([`open`](ObjectSource::open) has
+    /// an example).
     pub fn stats(&self) -> ObjectStats {
         let evicted = self
             .core

@@ -44,7 +44,9 @@ impl Counters {
     }
 }
 
-/// What an object source has done so far.
+/// What an object source has done so far, from
+/// [`ObjectSource::stats`](super::ObjectSource::stats) (see
+/// [`ObjectSource::open`](super::ObjectSource::open) for an example).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ObjectStats {
     /// Bytes per chunk (one GET).
