@@ -71,16 +71,6 @@ impl Api {
         self.send(Method::PUT, path, body, within, &mut || Ok(()))
     }
 
-    /// `PATCH path` with `body`; an error unless the answer is 2xx.
-    pub(crate) fn patch(
-        &self,
-        path: &str,
-        body: &serde_json::Value,
-        within: Duration,
-    ) -> Result<(), LabError> {
-        self.send(Method::PATCH, path, body, within, &mut || Ok(()))
-    }
-
     /// `method path` with `body`, calling `watch` every few milliseconds
     /// until the answer comes: an error from it (the page-fault handler
     /// Firecracker waits for has died...) ends the wait at once. An error

@@ -28,31 +28,6 @@ const UFFD_MSG: u64 = 32;
 /// How long a restored guest may take to print its first pass.
 const FIRST_PASS_WITHIN: Duration = Duration::from_secs(60);
 
-/// What one restore measured.
-struct Restored {
-    /// From the load request to the first pass line.
-    time: Duration,
-    /// The load request's round trip.
-    load: Duration,
-    /// The first pass, in the guest's TSC cycles.
-    pass: guest::Pass,
-    /// The balloon's inflation right before it, in TSC cycles, if the case
-    /// balloons.
-    inflate_cycles: Option<u64>,
-    /// The vCPU thread's page faults by then (the kernel's count).
-    vcpu_faults: Option<u64>,
-    /// What the handler said it did, if there was one.
-    handler: Option<Served>,
-}
-
-/// What a page-fault handler served.
-struct Served {
-    /// Fault messages it answered.
-    faults: Option<f64>,
-    /// Bytes it copied into guest memory (herdless-uffd only).
-    copied: Option<f64>,
-}
-
 /// A page-fault handler to start before Firecracker: which program, its
 /// arguments after the socket and memory file, and where a herdless-uffd
 /// writes its statistics.
@@ -92,31 +67,7 @@ pub(crate) fn measure(
             Some(run)
         }
     };
-    let r = restore(tools, &snap, pages, &p, &scratch, handler)?;
-    let mut sample = Sample::new()
-        .with("time_ms", r.time.as_secs_f64() * 1e3)
-        .with("pass_ms", tools::cycles_to_ms(r.pass.cycles))
-        .with("load_ms", r.load.as_secs_f64() * 1e3);
-    if let Some(cycles) = r.inflate_cycles {
-        sample = sample
-            .with("inflate_ms", tools::cycles_to_ms(cycles))
-            .with("zero_read_ms", tools::cycles_to_ms(r.pass.tail_cycles));
-    }
-    // The File backend's faults are the kernel's (page-cache faults of the
-    // vCPU thread); a UFFD handler's are the fault messages it answered
-    // (KVM resolves a fault on userfaultfd memory in its async page-fault
-    // worker, so the vCPU thread's count misses those).
-    let faults = match &r.handler {
-        Some(served) => served.faults,
-        None => r.vcpu_faults.map(|n| n as f64),
-    };
-    if let Some(faults) = faults {
-        sample = sample.with("faults", faults);
-    }
-    if let Some(bytes) = r.handler.as_ref().and_then(|h| h.copied) {
-        sample = sample.with("copied_mib", bytes / f64::from(1 << 20));
-    }
-    Ok(sample)
+    restore(tools, &snap, pages, &p, &scratch, handler)
 }
 
 fn example(name: &'static str, program: &Path) -> HandlerRun {
@@ -165,7 +116,8 @@ fn trace_of(
 
 /// Restores `snap` once: the handler (if any) first, then Firecracker,
 /// the load, the first pass; then both are stopped and the handler's exit
-/// and statistics checked.
+/// and statistics checked. The sample is timed from the load request to
+/// the first pass line.
 fn restore(
     tools: &Tools,
     snap: &Snapshot,
@@ -173,7 +125,7 @@ fn restore(
     p: &Params,
     scratch: &TempDir,
     handler: Option<HandlerRun>,
-) -> Result<Restored, LabError> {
+) -> Result<Sample, LabError> {
     if pages == Pages::Huge2M {
         // Reserved for the rest of the lab's run: a pool shrunk and grown
         // again between restores hands out pages this VM's host must fault
@@ -254,18 +206,30 @@ fn restore(
     let pass = guest::pass(&line, snap.checksum)?;
     let vcpu_faults = vm.vcpu_faults();
     vm.kill();
-    let handler = match started.as_mut() {
-        Some((h, process, read_before)) => Some(finish_handler(h, process, *read_before)?),
-        None => None,
+    let mut sample = Sample::new()
+        .with("time_ms", at.duration_since(t0).as_secs_f64() * 1e3)
+        .with("pass_ms", tools::cycles_to_ms(pass.cycles))
+        .with("load_ms", load_time.as_secs_f64() * 1e3);
+    if let Some(cycles) = inflate_cycles {
+        sample = sample
+            .with("inflate_ms", tools::cycles_to_ms(cycles))
+            .with("zero_read_ms", tools::cycles_to_ms(pass.tail_cycles));
+    }
+    // The File backend's faults are the kernel's (page-cache faults of the
+    // vCPU thread); a UFFD handler's are the fault messages it answered
+    // (KVM resolves a fault on userfaultfd memory in its async page-fault
+    // worker, so the vCPU thread's count misses those).
+    let (faults, copied) = match started.as_mut() {
+        Some((h, process, read_before)) => finish_handler(h, process, *read_before)?,
+        None => (vcpu_faults.map(|n| n as f64), None),
     };
-    Ok(Restored {
-        time: at.duration_since(t0),
-        load: load_time,
-        pass,
-        inflate_cycles,
-        vcpu_faults,
-        handler,
-    })
+    if let Some(faults) = faults {
+        sample = sample.with("faults", faults);
+    }
+    if let Some(bytes) = copied {
+        sample = sample.with("copied_mib", bytes / f64::from(1 << 20));
+    }
+    Ok(sample)
 }
 
 /// Waits until a handler listens on its socket. The file appears at
@@ -316,19 +280,18 @@ fn listens_in(table: &str, path: &Path) -> bool {
 /// read each event with one `read(2)` of one 32-byte `uffd_msg` and read
 /// nothing else once started (the memory file is mapped, the handoff is a
 /// `recvmsg`), so the bytes the kernel counts them reading since they
-/// listened, over 32, are the fault messages they answered.
+/// listened, over 32, are the fault messages they answered. Returns the
+/// fault messages it answered and the bytes it copied into guest memory
+/// (herdless-uffd only), where known.
 fn finish_handler(
     h: &HandlerRun,
     process: &mut Process,
     read_before: Option<u64>,
-) -> Result<Served, LabError> {
+) -> Result<(Option<f64>, Option<f64>), LabError> {
     let Some(stats) = &h.stats else {
         let read = process.bytes_read().zip(read_before).map(|(a, b)| a - b);
         process.kill();
-        return Ok(Served {
-            faults: read.map(|bytes| (bytes / UFFD_MSG) as f64),
-            copied: None,
-        });
+        return Ok((read.map(|bytes| (bytes / UFFD_MSG) as f64), None));
     };
     let status = process.wait_exit(Duration::from_secs(10))?;
     if !status.is_some_and(|s| s.success()) {
@@ -351,10 +314,7 @@ fn finish_handler(
             h.name, json["errors"]
         )));
     }
-    Ok(Served {
-        faults: json["faults"].as_f64(),
-        copied: json["bytes_copied"].as_f64(),
-    })
+    Ok((json["faults"].as_f64(), json["bytes_copied"].as_f64()))
 }
 
 #[cfg(test)]

@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
+use reqwest::Method;
 use serde_json::json;
 
 use super::guest::{self, GAP};
@@ -116,7 +117,9 @@ fn take(tools: &Tools, p: &Params, checksum: u64) -> Result<Snapshot, Taken> {
     guest::pass(&first.1, checksum).map_err(|e| vm.explain(e))?;
     // Pause right after a pass, in the guest's busy-wait before the next.
     let (line_at, _) = vm.expect("PASS ", GAP * 20)?;
-    vm.api.patch("/vm", &json!({"state": "Paused"}), api_time)?;
+    let pause = json!({"state": "Paused"});
+    vm.api
+        .send(Method::PATCH, "/vm", &pause, api_time, &mut || Ok(()))?;
     let late = line_at.elapsed();
     if late > GAP / 2 {
         return Err(Taken::Late(late.as_secs_f64() * 1e3));
