@@ -42,15 +42,10 @@ pub(crate) enum Server {
     Kernel,
 }
 
-/// What the re-read measured.
-struct ReRead {
-    time_ms: f64,
-    minor_faults: u64,
-}
-
-/// Reads every word of `pages` pages at `base` on this thread, timed;
-/// fails unless they all read zeros.
-fn re_read(base: usize, pages: usize) -> Result<ReRead, LabError> {
+/// Reads every word of `pages` pages at `base` on this thread, timed
+/// (`time_ms`, and the thread's `minor_faults`); fails unless they all
+/// read zeros.
+fn re_read(base: usize, pages: usize) -> Result<Sample, LabError> {
     let before = Usage::thread();
     let t0 = Instant::now();
     let sum = workload::touch(base, &[(0, pages)]);
@@ -61,10 +56,9 @@ fn re_read(base: usize, pages: usize) -> Result<ReRead, LabError> {
             "ballooned memory read back {sum:#x}, not zeros"
         )));
     }
-    Ok(ReRead {
-        time_ms,
-        minor_faults,
-    })
+    Ok(Sample::new()
+        .with("time_ms", time_ms)
+        .with("minor_faults", minor_faults as f64))
 }
 
 /// Measures one case with one server.
@@ -80,10 +74,7 @@ pub(crate) fn measure(server: Server, case: &Case<BalloonParams>) -> Result<Samp
             // as zeros; no reference into it is held across the call.
             unsafe { memory.unchecked_advise(memmap2::UncheckedAdvice::DontNeed) }
                 .map_err(|e| LabError::os("madvise", e))?;
-            let r = re_read(memory.as_ptr() as usize, pages)?;
-            Ok(Sample::new()
-                .with("time_ms", r.time_ms)
-                .with("minor_faults", r.minor_faults as f64))
+            re_read(memory.as_ptr() as usize, pages)
         }
         Server::HerdlessUffd => {
             let snapshot = workload::snapshot(2 * bytes)?;
@@ -111,10 +102,7 @@ pub(crate) fn measure(server: Server, case: &Case<BalloonParams>) -> Result<Samp
             // One fault per page on the first read (one thread, no
             // fault-around); the rest were the re-read's.
             let uffd_faults = summary.stats.faults.saturating_sub(pages as u64);
-            Ok(Sample::new()
-                .with("time_ms", r.time_ms)
-                .with("minor_faults", r.minor_faults as f64)
-                .with("uffd_faults", uffd_faults as f64))
+            Ok(r.with("uffd_faults", uffd_faults as f64))
         }
     }
 }

@@ -56,7 +56,7 @@ use serde::Serialize;
 use super::run::{self, socket_path};
 use super::workload::{Snapshot, PAGE};
 use crate::harness::scratch::{self, scratch_dir, Memo};
-use crate::harness::{Case, LabError, Metric, PerSuite, Ratio, Role, Sample, Section};
+use crate::harness::{gang, Case, LabError, Metric, PerSuite, Ratio, Role, Sample, Section};
 
 /// Parameters of one row.
 #[derive(Clone, Copy, Debug, Serialize)]
@@ -333,38 +333,24 @@ fn measure(how: How, case: &Case<Params>) -> Result<Sample, LabError> {
                 Ok((r.time, vec![r.summary], sample as u32))
             }
             How::PrefetchFour => {
-                let t0 = std::time::Instant::now();
-                let outcomes: Vec<Result<run::Restored, LabError>> = std::thread::scope(|s| {
-                    let handles: Vec<_> = (0..4)
-                        .map(|_| {
-                            let mut opts = s3_options(server, &url, CHUNK, cache);
-                            opts.handlers = 1;
-                            opts.prefetch = Some(PathBuf::from(&s3_trace));
-                            opts.pack = false;
-                            opts.prefetch_threads = 1;
-                            let (snapshot, runs) = (&snapshot, &runs);
-                            s.spawn(move || run::restore(snapshot, opts, PAGE, runs, 1))
-                        })
-                        .collect();
-                    handles
-                        .into_iter()
-                        .map(|h| {
-                            h.join()
-                                .unwrap_or_else(|_| Err(LabError::Panicked("a restore".into())))
-                        })
-                        .collect()
-                });
-                let elapsed = t0.elapsed();
+                let four = gang(4, |_| {
+                    let mut opts = s3_options(server, &url, CHUNK, cache);
+                    opts.handlers = 1;
+                    opts.prefetch = Some(PathBuf::from(&s3_trace));
+                    opts.pack = false;
+                    opts.prefetch_threads = 1;
+                    run::restore(&snapshot, opts, PAGE, &runs, 1)
+                })?;
                 let mut summaries = Vec::new();
                 let mut slowest = Duration::ZERO;
-                for o in outcomes {
-                    let r = o?;
+                for r in four.results {
+                    let r = r?;
                     slowest = slowest.max(r.time);
                     summaries.push(r.summary);
                 }
                 // The slowest restore's own time (the four start together;
-                // `elapsed` also counts their setup).
-                Ok((slowest.min(elapsed), summaries, 1))
+                // the gang's wall also counts their setup).
+                Ok((slowest.min(four.wall), summaries, 1))
             }
         }
     })();
