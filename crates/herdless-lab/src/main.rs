@@ -204,31 +204,6 @@ fn unknown_command(words: &[String]) -> ! {
         .exit()
 }
 
-/// The outputs of a run, claimed before measuring.
-struct Outputs {
-    json: Option<OutputFile>,
-    report: Option<OutputFile>,
-    plot: Option<OutputDir>,
-}
-
-impl Outputs {
-    fn claim(flags: &RunFlags) -> Result<Outputs, LabError> {
-        Ok(Outputs {
-            json: flags.json.as_deref().map(OutputFile::claim).transpose()?,
-            report: flags
-                .report
-                .as_deref()
-                .map(|dir| OutputFile::claim(&html::index_of(dir)))
-                .transpose()?,
-            plot: flags.plot.as_deref().map(OutputDir::claim).transpose()?,
-        })
-    }
-
-    fn any(&self) -> bool {
-        self.json.is_some() || self.report.is_some() || self.plot.is_some()
-    }
-}
-
 /// Runs `names` (`all`: every experiment); `Ok(false)` if some
 /// measurement failed.
 fn run(names: &[String], flags: &RunFlags, console: &mut Console) -> Result<bool, LabError> {
@@ -253,7 +228,12 @@ fn run(names: &[String], flags: &RunFlags, console: &mut Console) -> Result<bool
     }
     // Drawn only when stderr is a terminal (see `harness::progress`).
     opts.progress = true;
-    let outputs = Outputs::claim(flags)?;
+    // The outputs, claimed before measuring.
+    let json = flags.json.as_deref().map(OutputFile::claim).transpose()?;
+    let index = flags.report.as_deref().map(html::index_of);
+    let html = index.as_deref().map(OutputFile::claim).transpose()?;
+    let plot = flags.plot.as_deref().map(OutputDir::claim).transpose()?;
+    let writes = json.is_some() || html.is_some() || plot.is_some();
 
     let started = SystemTime::now();
     let clock = Instant::now();
@@ -273,10 +253,10 @@ fn run(names: &[String], flags: &RunFlags, console: &mut Console) -> Result<bool
         }
         let report = run_experiment(exp, &opts)?;
         console.print(&format!("\n{}", table::render_experiment(&report)))?;
-        if let Some(dir) = &outputs.plot {
-            for path in plot::write_plots(&report, dir.path())? {
-                note(&format!("wrote {}", path.display()));
-            }
+        if let Some(dir) = &plot {
+            plot::write_plots(&report, dir.path())?
+                .iter()
+                .for_each(|p| wrote(p));
         }
         clean &= report
             .sections
@@ -285,7 +265,7 @@ fn run(names: &[String], flags: &RunFlags, console: &mut Console) -> Result<bool
             .flat_map(|c| &c.cells)
             .all(|cell| cell.errors.is_empty());
         reports.push(report);
-        if console.is_closed() && !outputs.any() {
+        if console.is_closed() && !writes {
             return Ok(clean); // nobody reads the tables and nothing is written
         }
     }
@@ -300,33 +280,36 @@ fn run(names: &[String], flags: &RunFlags, console: &mut Console) -> Result<bool
         disturbance: tally.disturbance(),
     };
     console.print(&closing(&report, clock.elapsed().as_secs_f64()))?;
-    if let Some(out) = outputs.json {
-        note(&format!("wrote {}", report.write_json_to(out)?.display()));
+    if let Some(out) = json {
+        wrote(&report.write_json_to(out)?);
     }
-    if let Some(out) = outputs.report {
-        note(&format!(
-            "wrote {}",
-            html::write_report_to(&report, out)?.display()
-        ));
+    if let Some(out) = html {
+        wrote(&html::write_report_to(&report, out)?);
     }
     Ok(clean)
 }
 
+/// Says on stderr that `path` was written.
+fn wrote(path: &Path) {
+    note(&format!("wrote {}", path.display()));
+}
+
 /// The run's first lines: suite, machine, load.
 fn header(opts: &RunOptions, machine: &Machine, load: Option<LoadAverage>) -> String {
-    let mut text =
-        para(
-            &format!(
-            "herdless-lab {} suite: {} repetitions (+{} warm-up), up to {} re-measurements of a \
-             noisy row; herdless stats {}",
-            opts.suite.name(),
-            opts.reps,
-            opts.warmup,
-            opts.retries,
-            if herdless::stats::ENABLED { "on" } else { "off" }
-        ),
-            2,
-        );
+    let stats = if herdless::stats::ENABLED {
+        "on"
+    } else {
+        "off"
+    };
+    let suite = format!(
+        "herdless-lab {} suite: {} repetitions (+{} warm-up), up to {} re-measurements of a noisy \
+         row; herdless stats {stats}",
+        opts.suite.name(),
+        opts.reps,
+        opts.warmup,
+        opts.retries,
+    );
+    let mut text = para(&suite, 2);
     let mut machine_line = format!(
         "{} cores, Linux {}, {}",
         machine.cores, machine.kernel, machine.cpu_model
@@ -407,10 +390,7 @@ fn closing(report: &Report, seconds: f64) -> String {
 fn render(file: &Path, dir: &Path) -> Result<bool, LabError> {
     let out = OutputFile::claim(&html::index_of(dir))?;
     let report = Report::read_json(file)?;
-    note(&format!(
-        "wrote {}",
-        html::write_report_to(&report, out)?.display()
-    ));
+    wrote(&html::write_report_to(&report, out)?);
     Ok(true)
 }
 
