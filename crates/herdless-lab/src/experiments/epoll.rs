@@ -216,10 +216,7 @@ fn measure_kernel(case: &Case<Params>) -> Result<Sample, LabError> {
         )
         .map_err(os("epoll_ctl"))?;
     }
-    let timeout = rustix::time::Timespec {
-        tv_sec: 0,
-        tv_nsec: WAIT.as_nanos() as _,
-    };
+    let timeout = rustix::time::Timespec::try_from(WAIT).expect("100 ms fits a timespec");
     let mut events: Vec<epoll::Event> = Vec::with_capacity(p.threads);
     let write = |i: usize| rustix::io::write(&efds[i], &1u64.to_ne_bytes()).is_ok();
     stress(p, write, || {

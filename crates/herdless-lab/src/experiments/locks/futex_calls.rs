@@ -20,8 +20,6 @@
 //! 'syscalls:*' true` once mounts it): [`FutexCalls::open`] then returns
 //! `None` and the metric stays blank.
 
-use std::fs::File;
-use std::io::Read;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 
 /// Where the tracepoint's numeric id is published, newest path first.
@@ -115,9 +113,8 @@ impl Counter {
 
     fn read(&self) -> Option<u64> {
         let mut value = [0u8; 8];
-        let mut file = File::from(self.0.try_clone().ok()?);
-        file.read_exact(&mut value).ok()?;
-        Some(u64::from_ne_bytes(value))
+        let read = rustix::io::read(&self.0, &mut value).ok()?;
+        (read == value.len()).then(|| u64::from_ne_bytes(value))
     }
 }
 

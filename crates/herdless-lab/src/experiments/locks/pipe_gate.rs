@@ -47,13 +47,10 @@ impl PipeGate {
         let deadline = Instant::now() + patience;
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
-            let far = Timespec {
-                tv_sec: i64::MAX,
-                tv_nsec: 0,
-            };
-            let timeout = Timespec::try_from(left).unwrap_or(far);
+            // A wait too long for a timespec has no timeout.
+            let timeout = Timespec::try_from(left).ok();
             let mut fds = [PollFd::new(&self.read, PollFlags::IN)];
-            match poll(&mut fds, Some(&timeout)) {
+            match poll(&mut fds, timeout.as_ref()) {
                 Ok(1..) => return self.pass(),
                 Ok(0) => {
                     return Err(LabError::Stuck {
