@@ -240,7 +240,8 @@ fn main() -> ExitCode {
     let restore = match Restore::bind(opts) {
         Ok(r) => r,
         Err(e) if e.is_usage() => return usage(e.to_string()),
-        Err(e) => return refused(&e),
+        // Nothing has listened yet: no VMM can have connected.
+        Err(e) => return refused(&e, false),
     };
     if !cli.quiet {
         eprintln!(
@@ -270,7 +271,7 @@ fn main() -> ExitCode {
                 Ending::VmmClosed | Ending::VmmGone => ExitCode::from(3),
             }
         }
-        Err(e) => refused(&e),
+        Err(e) => refused(&e, e.leaves_vmm_waiting()),
     }
 }
 
@@ -280,15 +281,17 @@ fn by_signal(signal: i32) -> ExitCode {
     ExitCode::from((128 + signal).clamp(0, 255) as u8)
 }
 
-/// Says why the restore did not serve, and exits 1 (128 + N for a signal).
-fn refused(e: &RestoreError) -> ExitCode {
+/// Says why the restore did not serve (and, if `vmm_waiting`, that the
+/// VMM which connected is left without a handler), and exits 1 (128 + N
+/// for a signal).
+fn refused(e: &RestoreError, vmm_waiting: bool) -> ExitCode {
     let signal = e.signal();
     if signal.is_some() {
         eprintln!("herdless-uffd: {e}");
     } else {
         eprintln!("herdless-uffd: error: {e}");
     }
-    if e.leaves_vmm_waiting() {
+    if vmm_waiting {
         vmm_left_waiting();
     }
     signal.map_or(ExitCode::from(1), by_signal)

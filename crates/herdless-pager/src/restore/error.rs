@@ -265,6 +265,12 @@ impl RestoreError {
     /// assert!(RestoreError::Stopped { signal: 2, during: waiting }.leaves_vmm_waiting());
     /// ```
     pub fn leaves_vmm_waiting(&self) -> bool {
+        // The memory object and the traces are opened before the socket
+        // listens.
+        #[cfg(feature = "object-store")]
+        if matches!(self, RestoreError::Object(_)) {
+            return false;
+        }
         !matches!(
             self,
             RestoreError::Usage(_)
