@@ -393,6 +393,16 @@ fn a_missing_object_or_bad_credentials_are_refused_before_the_handler_listens() 
     );
     assert!(!w.path("sock1").exists(), "nothing to connect to");
 
+    // An option that can never work is a usage error (exit 2), said before
+    // any request.
+    let odd_chunk = start(&w.path("sock3"), Path::new(URL), &["--chunk-size", "5000"]);
+    let (status, out, err) = odd_chunk.finish();
+    assert_eq!(status.code(), Some(2), "{out}\n{err}");
+    assert!(
+        err.contains("chunk size 5000 must be a multiple of the page size"),
+        "{err}"
+    );
+
     // SAFETY: every test of this binary that reads or changes the
     // environment holds `ENV`, and no other thread of the process reads it.
     unsafe { std::env::set_var("AWS_SECRET_ACCESS_KEY", "wrong-secret-of-the-restore-test") };

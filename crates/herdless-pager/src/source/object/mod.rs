@@ -308,7 +308,7 @@ impl ObjectSource {
             || opts.chunk_size > MAX_CHUNK_SIZE
         {
             return Err(ObjectError::Option(format!(
-                "the chunk size {} is not a multiple of the page size ({page}) of at most {MAX_CHUNK_SIZE}",
+                "the chunk size {} must be a multiple of the page size ({page}) and at most {MAX_CHUNK_SIZE}",
                 opts.chunk_size
             )));
         }
