@@ -305,8 +305,30 @@ pub(crate) fn classify(loc: &Location, etag: Option<&str>, e: object_store::Erro
             was: etag.unwrap_or("(none)").to_string(),
             now: format!("another ({reason})"),
         },
+        _ if asked_the_instance_for_credentials(&reason) => ObjectError::Denied {
+            url,
+            reason: format!(
+                "none in the environment: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or \
+                 the store's own variables; the instance's metadata service gave none either: \
+                 {reason}"
+            ),
+        },
         _ => ObjectError::Other { url, reason },
     }
+}
+
+/// Whether a store's failure came from asking the cloud instance's
+/// metadata service for credentials, which the builders do when the
+/// environment holds none: off a cloud instance the request is refused or
+/// times out, and the store's message names only that endpoint.
+fn asked_the_instance_for_credentials(reason: &str) -> bool {
+    [
+        "169.254.169.254",
+        "169.254.170.2",
+        "metadata.google.internal",
+    ]
+    .iter()
+    .any(|endpoint| reason.contains(endpoint))
 }
 
 impl Core {
@@ -323,5 +345,23 @@ impl Core {
         })
         .await
         .unwrap_or_else(|e| Err(std::io::Error::other(format!("host cache task: {e}"))))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_failed_ask_for_instance_credentials_is_told_apart() {
+        // object_store's message when the environment holds no AWS
+        // credentials, off an EC2 instance (seen on the lab's VM).
+        let imds = "Generic S3 error: Error performing PUT \
+                    http://169.254.169.254/latest/api/token in 4.4ms - Server returned \
+                    non-2xx status code: 403 Forbidden";
+        assert!(asked_the_instance_for_credentials(imds));
+        assert!(!asked_the_instance_for_credentials(
+            "Generic S3 error: Error performing GET http://127.0.0.1:9000/snaps/vm.mem: 500"
+        ));
     }
 }
