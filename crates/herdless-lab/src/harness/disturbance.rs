@@ -170,10 +170,12 @@ impl Tally {
     pub fn add(&mut self, before: &CpuTimes, after: &CpuTimes) {
         let busy = (after.busy - before.busy).max(0.0);
         let own = (after.own - before.own).max(0.0);
-        self.total += (after.total - before.total).max(0.0);
-        self.others += (busy - own).max(0.0);
-        self.steal += (after.steal - before.steal).max(0.0);
-        self.seconds += after.at.duration_since(before.at).as_secs_f64();
+        self.merge(&Tally {
+            total: (after.total - before.total).max(0.0),
+            others: (busy - own).max(0.0),
+            steal: (after.steal - before.steal).max(0.0),
+            seconds: after.at.duration_since(before.at).as_secs_f64(),
+        });
     }
 
     /// Adds another tally's windows.

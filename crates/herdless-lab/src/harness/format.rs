@@ -24,14 +24,14 @@ pub fn fmt_sig(value: f64, digits: usize) -> String {
 /// or `G` suffix from 100 000 up (`254.1k`, `1.042M`).
 pub fn fmt_num(value: f64, digits: usize) -> String {
     const SUFFIXES: [(f64, &str); 3] = [(1e9, "G"), (1e6, "M"), (1e3, "k")];
-    if value.abs() >= 1e5 && value.is_finite() {
-        for (scale, suffix) in SUFFIXES {
-            if value.abs() >= scale {
-                return format!("{}{suffix}", fmt_sig(value / scale, digits));
-            }
-        }
+    let large = value.abs() >= 1e5 && value.is_finite();
+    match SUFFIXES
+        .iter()
+        .find(|(scale, _)| large && value.abs() >= *scale)
+    {
+        Some((scale, suffix)) => format!("{}{suffix}", fmt_sig(value / scale, digits)),
+        None => fmt_sig(value, digits),
     }
-    fmt_sig(value, digits)
 }
 
 /// A spread next to its median: `±5%` (a percentage of the median; one

@@ -10,6 +10,7 @@
 
 use std::path::{Path, PathBuf};
 
+use itertools::Itertools;
 use plotters::coord::ranged1d::SegmentValue;
 use plotters::prelude::*;
 
@@ -109,11 +110,9 @@ fn draw(exp: &ExperimentReport, s: &SectionReport, out: &mut String) -> Result<b
         })
         .collect();
     let values = lines.iter().flat_map(|(_, p)| p.iter().map(|(_, m)| *m));
-    let lo = values.clone().fold(f64::INFINITY, f64::min);
-    let hi = values.fold(f64::NEG_INFINITY, f64::max);
-    if !lo.is_finite() || !hi.is_finite() || s.cases.is_empty() {
+    let Some((lo, hi)) = values.minmax_by(f64::total_cmp).into_option() else {
         return Ok(false);
-    }
+    };
     let fail = |e: &dyn std::fmt::Display| e.to_string();
 
     let root = SVGBackend::with_string(out, (900, 540)).into_drawing_area();

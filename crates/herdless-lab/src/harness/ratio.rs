@@ -2,6 +2,7 @@
 //! divides and the target it should meet (the experiment's declaration),
 //! then its value per case and its verdict (filled in by `verdict.rs`).
 
+use itertools::Itertools;
 use serde::{Deserialize, Serialize};
 
 use super::outcome::{Confidence, Outcome};
@@ -112,12 +113,8 @@ impl Ratio {
     /// missing ones left out); `None` without any.
     pub fn range(&self) -> Option<(f64, f64)> {
         let values = self.values.iter().flatten().filter_map(|q| q.value());
-        values.fold(None, |range, v| match range {
-            None => Some((v, v)),
-            Some((lo, hi)) => Some((f64::min(lo, v), f64::max(hi, v))),
-        })
+        values.minmax_by(f64::total_cmp).into_option()
     }
-
     /// `num/den`, with the metric when it is not the primary one.
     pub fn name(&self) -> String {
         match &self.metric {

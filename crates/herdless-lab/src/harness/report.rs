@@ -7,6 +7,7 @@
 
 use std::collections::BTreeMap;
 
+use itertools::Itertools;
 use serde::{Deserialize, Serialize};
 
 use super::disturbance::{Conditions, Disturbance};
@@ -195,18 +196,16 @@ impl SectionReport {
     /// Why variants could not run here, once per variant and reason:
     /// `variant (not run here): why`.
     pub fn skips(&self) -> Vec<String> {
-        let mut skips: Vec<String> = Vec::new();
-        for cell in self.cases.iter().flat_map(|c| &c.cells) {
-            if let Some(why) = &cell.skipped {
-                let line = format!("{} (not run here): {why}", cell.variant);
-                if !skips.contains(&line) {
-                    skips.push(line);
-                }
-            }
-        }
-        skips
+        let cells = self.cases.iter().flat_map(|c| &c.cells);
+        let skip = |cell: &Cell| {
+            Some(format!(
+                "{} (not run here): {}",
+                cell.variant,
+                cell.skipped.as_ref()?
+            ))
+        };
+        cells.filter_map(skip).unique().collect()
     }
-
     /// How much of the machine others took while case `case` was measured:
     /// the row's own window, or the whole table's when the row's was too
     /// short to tell.

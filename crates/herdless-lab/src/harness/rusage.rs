@@ -34,17 +34,7 @@ impl Usage {
 
     /// Counts since `earlier` (saturating, as counters never go back).
     pub fn since(&self, earlier: &Usage) -> Usage {
-        Usage {
-            voluntary_switches: self
-                .voluntary_switches
-                .saturating_sub(earlier.voluntary_switches),
-            involuntary_switches: self
-                .involuntary_switches
-                .saturating_sub(earlier.involuntary_switches),
-            minor_faults: self.minor_faults.saturating_sub(earlier.minor_faults),
-            major_faults: self.major_faults.saturating_sub(earlier.major_faults),
-            cpu_micros: self.cpu_micros.saturating_sub(earlier.cpu_micros),
-        }
+        self.each(earlier, u64::saturating_sub)
     }
 
     /// Voluntary plus involuntary context switches.
@@ -54,11 +44,18 @@ impl Usage {
 
     /// Adds `other`'s counts to these.
     pub fn add(&mut self, other: &Usage) {
-        self.voluntary_switches += other.voluntary_switches;
-        self.involuntary_switches += other.involuntary_switches;
-        self.minor_faults += other.minor_faults;
-        self.major_faults += other.major_faults;
-        self.cpu_micros += other.cpu_micros;
+        *self = self.each(other, |a, b| a + b);
+    }
+
+    /// `f` of these counters and `other`'s, counter by counter.
+    fn each(&self, other: &Usage, f: impl Fn(u64, u64) -> u64) -> Usage {
+        Usage {
+            voluntary_switches: f(self.voluntary_switches, other.voluntary_switches),
+            involuntary_switches: f(self.involuntary_switches, other.involuntary_switches),
+            minor_faults: f(self.minor_faults, other.minor_faults),
+            major_faults: f(self.major_faults, other.major_faults),
+            cpu_micros: f(self.cpu_micros, other.cpu_micros),
+        }
     }
 }
 

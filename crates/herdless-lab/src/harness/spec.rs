@@ -8,6 +8,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use itertools::Itertools;
 use serde::{Deserialize, Serialize};
 
 pub use super::ratio::{Bound, Ratio};
@@ -380,15 +381,11 @@ impl SectionPlan {
         if self.variants.is_empty() {
             return fail("no variants".into());
         }
-        for (i, v) in self.variants.iter().enumerate() {
-            if self.variants[..i].iter().any(|w| w.name == v.name) {
-                return fail(format!("variant \"{}\" declared twice", v.name));
-            }
+        if let Some(v) = self.variants.iter().map(|v| &v.name).duplicates().next() {
+            return fail(format!("variant \"{v}\" declared twice"));
         }
-        for (i, m) in self.metrics.iter().enumerate() {
-            if self.metrics[..i].iter().any(|n| n.name == m.name) {
-                return fail(format!("metric \"{}\" declared twice", m.name));
-            }
+        if let Some(m) = self.metrics.iter().map(|m| &m.name).duplicates().next() {
+            return fail(format!("metric \"{m}\" declared twice"));
         }
         for &name in &self.evidence {
             if !self.metrics.iter().any(|m| m.name == name) {

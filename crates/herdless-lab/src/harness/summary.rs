@@ -7,8 +7,7 @@ use std::fmt::Write as _;
 
 use super::format::{describe_bound, fmt_quotient};
 use super::outcome::Outcome;
-use super::report::{Report, SectionReport};
-use super::verdict::Judgement;
+use super::report::Report;
 
 /// One row per ratio target: experiment, claim, where it is judged, the
 /// deciding measured value (the worst over the cases it applies to), and
@@ -34,73 +33,45 @@ pub fn markdown(report: &Report) -> String {
     out.push_str("| experiment | table | target | judged at | measured | verdict | confidence |\n");
     out.push_str("|---|---|---|---|---|---|---|\n");
     for exp in &report.experiments {
-        for section in &exp.sections {
-            for row in rows(section) {
+        for s in &exp.sections {
+            for ratio in &s.ratios {
+                let Some(bound) = ratio.target else {
+                    continue;
+                };
+                let judged_at = if ratio.at.is_empty() {
+                    format!("every {}", s.param)
+                } else {
+                    format!("{} {}", s.param, ratio.at.join(", "))
+                };
+                // The verdict: `met`, `**missed**` (bold, to be found at a
+                // glance), `undecided (leans met)` or `undecided (leans
+                // missed)`.
+                let (measured, verdict, confidence) = match s.judge(ratio) {
+                    Some(j) => (
+                        format!("{} (at {})", fmt_quotient(j.value), j.label),
+                        match j.outcome() {
+                            Outcome::Missed => "**missed**",
+                            _ => j.verdict(),
+                        },
+                        j.confidence.label(),
+                    ),
+                    None if !s.both_zero_at(ratio).is_empty() => {
+                        ("0/0".to_string(), "not judged", "—")
+                    }
+                    None => ("no data".to_string(), "**no data**", "—"),
+                };
                 let _ = writeln!(
                     out,
-                    "| `{}` | {} | {} | {} | {} | {} | {} |",
+                    "| `{}` | {} | {} {} | {judged_at} | {measured} | {verdict} | {confidence} |",
                     exp.name,
-                    short_title(&section.title),
-                    row.target,
-                    row.judged_at,
-                    row.measured,
-                    row.verdict,
-                    row.confidence
+                    short_title(&s.title),
+                    ratio.name(),
+                    describe_bound(bound),
                 );
             }
         }
     }
     out
-}
-
-struct Row {
-    target: String,
-    judged_at: String,
-    measured: String,
-    verdict: &'static str,
-    confidence: String,
-}
-
-/// The verdict cell: `met`, `**missed**` (bold, to be found at a glance),
-/// `undecided (leans met)` or `undecided (leans missed)`.
-fn verdict_cell(j: &Judgement) -> &'static str {
-    match j.outcome() {
-        Outcome::Missed => "**missed**",
-        _ => j.verdict(),
-    }
-}
-
-fn rows(section: &SectionReport) -> Vec<Row> {
-    let mut rows = Vec::new();
-    for ratio in &section.ratios {
-        let Some(bound) = ratio.target else {
-            continue;
-        };
-        let judged_at = if ratio.at.is_empty() {
-            format!("every {}", section.param)
-        } else {
-            format!("{} {}", section.param, ratio.at.join(", "))
-        };
-        let (measured, verdict, confidence) = match section.judge(ratio) {
-            Some(j) => (
-                format!("{} (at {})", fmt_quotient(j.value), j.label),
-                verdict_cell(&j),
-                j.confidence.label().to_string(),
-            ),
-            None if !section.both_zero_at(ratio).is_empty() => {
-                ("0/0".to_string(), "not judged", "—".to_string())
-            }
-            None => ("no data".to_string(), "**no data**", "—".to_string()),
-        };
-        rows.push(Row {
-            target: format!("{} {}", ratio.name(), describe_bound(bound)),
-            judged_at,
-            measured,
-            verdict,
-            confidence,
-        });
-    }
-    rows
 }
 
 /// A table's title up to its first parenthesis or colon.

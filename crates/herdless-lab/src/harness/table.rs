@@ -204,25 +204,16 @@ fn metric_table(s: &SectionReport, m: usize, layout: Layout) -> (Vec<String>, Ve
             .iter()
             .map(|c| measurement(&c.cells[v], metric, layout.digits))
             .collect();
-        let mw = parts
+        // The widest median and the widest spread of the column.
+        let (mw, sw) = parts
             .iter()
             .flatten()
-            .map(|(m, _)| width(m))
-            .max()
-            .unwrap_or(0);
-        let sw = parts
-            .iter()
-            .flatten()
-            .map(|(_, s)| width(s))
-            .max()
-            .unwrap_or(0);
+            .fold((0, 0), |(mw, sw), (median, spread)| {
+                (mw.max(width(median)), sw.max(width(spread)))
+            });
         for (row, part) in rows.iter_mut().zip(parts) {
             row.push(match part {
-                Ok((median, spread)) => format!(
-                    "{}{median} {spread}{}",
-                    " ".repeat(mw - width(&median)),
-                    " ".repeat(sw - width(&spread))
-                ),
+                Ok((median, spread)) => format!("{median:>mw$} {spread:sw$}"),
                 Err(text) => format!("{text}{}", " ".repeat(if sw > 0 { sw + 1 } else { 0 })),
             });
         }

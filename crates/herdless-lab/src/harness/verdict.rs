@@ -182,20 +182,15 @@ impl SectionReport {
     /// value over the cases it applies to; `None` without a target or a
     /// value to judge.
     pub fn deciding(&self, ratio: &Ratio) -> Option<(usize, Quotient)> {
-        let bound = ratio.target?;
+        // The smallest value against "at least", the largest against "at
+        // most"; the first such case on ties.
+        let worse = match ratio.target? {
+            Bound::AtLeast(_) => 1.0,
+            Bound::AtMost(_) => -1.0,
+        };
         self.judged_values(ratio)
             .into_iter()
-            .reduce(|a, b| {
-                let b_worse = match bound {
-                    Bound::AtLeast(_) => b.1 < a.1,
-                    Bound::AtMost(_) => b.1 > a.1,
-                };
-                if b_worse {
-                    b
-                } else {
-                    a
-                }
-            })
+            .min_by(|a, b| (worse * a.1).total_cmp(&(worse * b.1)))
             .map(|(c, v)| (c, Quotient::Value(v)))
     }
 

@@ -4,6 +4,8 @@
 
 use std::fmt::Write as _;
 
+use itertools::Itertools;
+
 use super::{Comparison, Judgement, Row, SIGNIFICANCE};
 use crate::harness::format::{fmt_num, fmt_quotient, fmt_spread};
 use crate::harness::grid::grid;
@@ -50,12 +52,7 @@ pub fn render(c: &Comparison, all_metrics: bool) -> String {
             out.push_str("(nothing measured in both runs)\n");
             continue;
         }
-        let mut metrics: Vec<&str> = Vec::new();
-        for r in &s.rows {
-            if !metrics.contains(&r.metric.as_str()) {
-                metrics.push(&r.metric);
-            }
-        }
+        let metrics = s.rows.iter().map(|r| r.metric.as_str()).unique();
         for metric in metrics {
             if all_metrics {
                 let _ = writeln!(out, "{metric}:");

@@ -16,13 +16,14 @@
 
 mod tables;
 
-use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
+
+use maud::{html, Markup, PreEscaped, DOCTYPE};
 
 use super::narrative::{paragraph, Outcome};
 use super::output::OutputFile;
 use super::plot;
-use super::report::{ExperimentReport, Report};
+use super::report::{ExperimentReport, Report, SectionReport};
 use super::LabError;
 
 const STYLE: &str = include_str!("style.css");
@@ -40,139 +41,124 @@ pub fn write_report_to(report: &Report, out: OutputFile) -> Result<PathBuf, LabE
 
 /// The whole page.
 pub fn render(report: &Report) -> Result<String, LabError> {
-    let mut out = String::new();
     let m = &report.machine;
-    let _ = write!(
-        out,
-        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
-         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
-         <title>herdless lab: {} suite</title>\n<style>\n{STYLE}</style>\n</head>\n<body>\n\
-         <h1>herdless lab</h1>\n<p class=\"machine\">{} suite, {} repetitions kept (+{} warm-up), \
-         herdless counters {}, started {}.<br>{} cores, Linux {}, {}; lab {}.</p>\n",
-        report.suite.name(),
-        report.suite.name(),
-        report.reps,
-        report.warmup_reps,
-        if report.herdless_stats { "on" } else { "off" },
-        utc(report.started_unix),
-        m.cores,
-        esc(&m.kernel),
-        esc(&m.cpu_model),
-        esc(&m.lab_version),
-    );
-    if let Some(busy) = report.conditions.describe(None) {
-        let _ = writeln!(out, "<p class=\"machine\">{}.</p>", esc(&busy));
-    }
-    summary(&mut out, report);
-    for exp in &report.experiments {
-        experiment(&mut out, exp)?;
-    }
-    out.push_str("</body>\n</html>\n");
-    Ok(out)
+    let suite = report.suite.name();
+    let experiments: Vec<Markup> = report
+        .experiments
+        .iter()
+        .map(experiment)
+        .collect::<Result<_, _>>()?;
+    let page = html! {
+        (DOCTYPE)
+        html lang="en" {
+            head {
+                meta charset="utf-8";
+                meta name="viewport" content="width=device-width, initial-scale=1";
+                title { "herdless lab: " (suite) " suite" }
+                style { (PreEscaped(STYLE)) }
+            }
+            body {
+                h1 { "herdless lab" }
+                p.machine {
+                    (suite) " suite, " (report.reps) " repetitions kept (+" (report.warmup_reps)
+                    " warm-up), herdless counters " (if report.herdless_stats { "on" } else { "off" })
+                    ", started " (utc(report.started_unix)) "."
+                    br;
+                    (m.cores) " cores, Linux " (m.kernel) ", " (m.cpu_model) "; lab " (m.lab_version) "."
+                }
+                @if let Some(busy) = report.conditions.describe(None) {
+                    p.machine { (busy) "." }
+                }
+                (summary(report))
+                @for exp in experiments {
+                    (exp)
+                }
+            }
+        }
+    };
+    Ok(page.into_string())
 }
 
 /// One row per section: its outcome and verdict, linked to the section.
-fn summary(out: &mut String, report: &Report) {
-    out.push_str(
-        "<table id=\"summary\">\n<caption>Every table's verdict</caption>\n\
-         <tr><th>experiment</th><th>table</th><th>outcome</th><th>verdict</th></tr>\n",
-    );
-    for exp in &report.experiments {
-        for (i, s) in exp.sections.iter().enumerate() {
-            let outcome = Outcome::of(s);
-            let _ = writeln!(
-                out,
-                "<tr><td><a href=\"#exp-{e}\">{e}</a></td><td><a href=\"#exp-{e}-s{i}\">{}</a></td>\
-                 <td><span class=\"outcome {}\">{}</span></td><td>{}</td></tr>",
-                esc(&s.title),
-                class(outcome.label()),
-                outcome.label(),
-                esc(&s.verdict()),
-                e = id(&exp.name),
-            );
+fn summary(report: &Report) -> Markup {
+    html! {
+        table #summary {
+            caption { "Every table's verdict" }
+            tr { th { "experiment" } th { "table" } th { "outcome" } th { "verdict" } }
+            @for exp in &report.experiments {
+                @let e = id(&exp.name);
+                @for (i, s) in exp.sections.iter().enumerate() {
+                    tr {
+                        td { a href={ "#exp-" (e) } { (e) } }
+                        td { a href={ "#exp-" (e) "-s" (i) } { (s.title) } }
+                        td { (outcome(s)) }
+                        td { (s.verdict()) }
+                    }
+                }
+            }
         }
     }
-    out.push_str("</table>\n");
 }
 
-fn experiment(out: &mut String, exp: &ExperimentReport) -> Result<(), LabError> {
+/// The section's outcome, styled by its label.
+fn outcome(s: &SectionReport) -> Markup {
+    let label = Outcome::of(s).label();
+    html! { span class={ "outcome " (label.replace(' ', "-")) } { (label) } }
+}
+
+fn experiment(exp: &ExperimentReport) -> Result<Markup, LabError> {
     let e = id(&exp.name);
-    let _ = writeln!(
-        out,
-        "<section id=\"exp-{e}\">\n<h2>{}</h2>\n<p>{}</p>",
-        esc(&exp.name),
-        esc(&exp.seed)
-    );
-    if !exp.claim.is_empty() || !exp.mechanism.is_empty() {
-        let _ = writeln!(
-            out,
-            "<dl class=\"seed\"><dt>What the seed claimed</dt><dd>{}</dd>\
-             <dt>Its mechanism</dt><dd>{}</dd></dl>",
-            esc(or_dash(&exp.claim)),
-            esc(or_dash(&exp.mechanism))
-        );
-    }
-    for (i, s) in exp.sections.iter().enumerate() {
-        let outcome = Outcome::of(s);
-        let _ = writeln!(
-            out,
-            "<section id=\"exp-{e}-s{i}\">\n<h3>{} <span class=\"outcome {}\">{}</span></h3>",
-            esc(&s.title),
-            class(outcome.label()),
-            outcome.label()
-        );
-        match plot::svg(exp, s)? {
-            Some(svg) => {
-                let _ = writeln!(
-                    out,
-                    "<figure id=\"chart-{e}-s{i}\">\n{}\n<figcaption>{}: median {} ({}) against \
-                     {}, one line per variant, log scale.</figcaption>\n</figure>",
-                    strip_xml_declaration(&svg),
-                    esc(&s.title),
-                    esc(&s.primary().name),
-                    esc(&s.primary().unit),
-                    esc(&s.param)
-                );
+    let charts: Vec<Option<String>> = exp
+        .sections
+        .iter()
+        .map(|s| plot::svg(exp, s))
+        .collect::<Result<_, _>>()?;
+    Ok(html! {
+        section id={ "exp-" (e) } {
+            h2 { (exp.name) }
+            p { (exp.seed) }
+            @if !exp.claim.is_empty() || !exp.mechanism.is_empty() {
+                dl.seed {
+                    dt { "What the seed claimed" }
+                    dd { (or_dash(&exp.claim)) }
+                    dt { "Its mechanism" }
+                    dd { (or_dash(&exp.mechanism)) }
+                }
             }
-            None => out.push_str("<p>No chart: no positive median to draw.</p>\n"),
-        }
-        let _ = writeln!(out, "<p class=\"finding\">{}</p>", esc(&paragraph(s)));
-        for case in &s.cases {
-            if let Some(why) = &case.remeasured_for {
-                let _ = writeln!(
-                    out,
-                    "<p class=\"note\">Measured {} times at {} {}: {}.</p>",
-                    case.attempts,
-                    esc(&s.param),
-                    esc(&case.label),
-                    esc(why)
-                );
-            }
-            if let Some(d) = case.disturbance.filter(|d| d.is_disturbed()) {
-                let _ = writeln!(
-                    out,
-                    "<p class=\"note\">Disturbed while measuring {} {}: {}.</p>",
-                    esc(&s.param),
-                    esc(&case.label),
-                    esc(&d.describe())
-                );
+            @for ((i, s), chart) in exp.sections.iter().enumerate().zip(charts) {
+                section id={ "exp-" (e) "-s" (i) } {
+                    h3 { (s.title) " " (outcome(s)) }
+                    @if let Some(svg) = chart {
+                        figure id={ "chart-" (e) "-s" (i) } {
+                            (PreEscaped(svg))
+                            figcaption {
+                                (s.title) ": median " (s.primary().name) " (" (s.primary().unit)
+                                ") against " (s.param) ", one line per variant, log scale."
+                            }
+                        }
+                    } @else {
+                        p { "No chart: no positive median to draw." }
+                    }
+                    p.finding { (paragraph(s)) }
+                    @for case in &s.cases {
+                        @if let Some(why) = &case.remeasured_for {
+                            p.note {
+                                "Measured " (case.attempts) " times at " (s.param) " " (case.label)
+                                ": " (why) "."
+                            }
+                        }
+                        @if let Some(d) = case.disturbance.filter(|d| d.is_disturbed()) {
+                            p.note {
+                                "Disturbed while measuring " (s.param) " " (case.label) ": "
+                                (d.describe()) "."
+                            }
+                        }
+                    }
+                    (tables::section(s, &format!("{e}-s{i}")))
+                }
             }
         }
-        tables::section(out, s, &format!("{e}-s{i}"));
-        out.push_str("</section>\n");
-    }
-    out.push_str("</section>\n");
-    Ok(())
-}
-
-/// An inline `<svg>` must not carry an XML declaration.
-fn strip_xml_declaration(svg: &str) -> &str {
-    match svg.strip_prefix("<?xml") {
-        Some(rest) => rest
-            .split_once("?>")
-            .map_or(svg, |(_, body)| body.trim_start()),
-        None => svg,
-    }
+    })
 }
 
 fn or_dash(text: &str) -> &str {
@@ -183,39 +169,13 @@ fn or_dash(text: &str) -> &str {
     }
 }
 
-/// Escapes text for HTML element content and quoted attribute values.
-pub(crate) fn esc(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for ch in text.chars() {
-        match ch {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
-}
-
 /// A name made safe for an id: ASCII letters, digits, `_` and `-` kept,
 /// anything else becomes `-`.
 pub fn id(name: &str) -> String {
-    name.chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
-                c
-            } else {
-                '-'
-            }
-        })
-        .collect()
-}
-
-/// `"partly reproduced"` → `"partly-reproduced"` (a CSS class).
-fn class(label: &str) -> String {
-    label.replace(' ', "-")
+    name.replace(
+        |c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '-'),
+        "-",
+    )
 }
 
 /// Seconds since the epoch as `YYYY-MM-DD HH:MM UTC`.
@@ -232,10 +192,19 @@ mod tests {
 
     #[test]
     fn text_is_escaped_for_content_and_attributes() {
-        assert_eq!(
-            esc("a<b & \"c\" 'd'>"),
-            "a&lt;b &amp; &quot;c&quot; &#39;d&#39;&gt;"
+        let mut report = crate::harness::toy::Toy::default().report();
+        let exp = &mut report.experiments[0];
+        exp.seed = "a<b & \"c\">".into();
+        let cell = &mut exp.sections[0].cases[0].cells[0];
+        cell.metrics.clear();
+        cell.errors = vec!["<\"x\">".into()];
+        let page = render(&report).unwrap();
+        assert!(
+            page.contains("<p>a&lt;b &amp; &quot;c&quot;&gt;</p>"),
+            "{page}"
         );
+        assert!(page.contains("title=\"&lt;&quot;x&quot;&gt;\""), "{page}");
+        assert!(!page.contains("a<b"), "{page}");
     }
 
     #[test]
@@ -252,11 +221,11 @@ mod tests {
     }
 
     #[test]
-    fn an_xml_declaration_is_dropped_from_inline_svg() {
-        assert_eq!(
-            strip_xml_declaration("<?xml version=\"1.0\"?>\n<svg/>"),
-            "<svg/>"
-        );
-        assert_eq!(strip_xml_declaration("<svg/>"), "<svg/>");
+    fn charts_are_inlined_without_an_xml_declaration() {
+        let report = crate::harness::toy::Toy::default().report();
+        let exp = &report.experiments[0];
+        let svg = plot::svg(exp, &exp.sections[0]).unwrap().unwrap();
+        assert!(svg.starts_with("<svg"), "{svg}");
+        assert!(!render(&report).unwrap().contains("<?xml"));
     }
 }

@@ -4,110 +4,79 @@
 //! a target is checked, and the verdicts (one per target, with its
 //! confidence) below it.
 
-use std::fmt::Write as _;
+use maud::{html, Markup};
 
-use super::{esc, id};
+use super::id;
 use crate::harness::format::fmt_sig;
-use crate::harness::report::{Ratio, SectionReport};
+use crate::harness::report::{Cell, SectionReport};
 use crate::harness::table::{ratio_mark, spread_of};
 
-/// Writes the tables of section `s`; `prefix` is `<experiment>-s<i>`.
-pub(super) fn section(out: &mut String, s: &SectionReport, prefix: &str) {
-    for (m, metric) in s.metrics.iter().enumerate() {
-        let primary = m == 0;
-        if !primary && !s.measured(&metric.name) {
-            continue;
-        }
-        let (kind, reps) = spread_of(s, &metric.name);
-        let _ = writeln!(
-            out,
-            "<table id=\"table-{prefix}-{}\" class=\"metric\">\n<caption>{}{}: median {} of \
-             {reps} repetitions</caption>",
-            id(&metric.name),
-            if primary { "primary metric: " } else { "" },
-            esc(&metric.heading()),
-            esc(kind.describe()),
-        );
-        out.push_str("<tr>");
-        let _ = write!(out, "<th>{}</th>", esc(&s.param));
-        for v in &s.variants {
-            let _ = write!(
-                out,
-                "<th title=\"{}\">{}</th>",
-                esc(&format!("{:?}", v.role).to_lowercase()),
-                esc(&v.name)
-            );
-        }
-        if primary {
-            for r in &s.ratios {
-                let _ = write!(out, "<th>{}</th>", esc(&r.name()));
-            }
-        }
-        out.push_str("</tr>\n");
-        for (c, case) in s.cases.iter().enumerate() {
-            let _ = write!(out, "<tr><th>{}</th>", esc(&case.label));
-            for cell in &case.cells {
-                match cell.metrics.get(&metric.name) {
-                    Some(sum) => {
-                        let _ = write!(
-                            out,
-                            "<td class=\"num\">{} <span class=\"spread\">± {}</span></td>",
-                            fmt_sig(sum.median, 4),
-                            fmt_sig(sum.spread, 2)
-                        );
-                    }
-                    None if !cell.errors.is_empty() => {
-                        let _ = write!(
-                            out,
-                            "<td class=\"error\" title=\"{}\">error</td>",
-                            esc(&cell.errors.join("; "))
-                        );
-                    }
-                    None if cell.skipped.is_some() => {
-                        let _ = write!(
-                            out,
-                            "<td class=\"num\" title=\"{}\">skipped</td>",
-                            esc(cell.skipped.as_deref().unwrap_or_default())
-                        );
-                    }
-                    None => out.push_str("<td class=\"num\">—</td>"),
-                }
-            }
-            if primary {
-                for r in &s.ratios {
-                    ratio_cell(out, r, c, &case.label);
-                }
-            }
-            out.push_str("</tr>\n");
-        }
-        out.push_str("</table>\n");
-        if primary {
-            for line in s.verdict_lines() {
-                let _ = writeln!(out, "<p class=\"verdict\">verdict: {}</p>", esc(&line));
-            }
-        }
-    }
+/// The tables of section `s`; `prefix` is `<experiment>-s<i>`.
+pub(super) fn section(s: &SectionReport, prefix: &str) -> Markup {
+    let measured = s.metrics.iter().enumerate();
+    let metrics = measured.filter(|(m, metric)| *m == 0 || s.measured(&metric.name));
     let errors = s.errors();
-    if !errors.is_empty() {
-        out.push_str("<ul class=\"errors\">\n");
-        for e in errors {
-            let _ = writeln!(out, "<li>{}</li>", esc(&e));
+    html! {
+        @for (m, metric) in metrics {
+            @let primary = m == 0;
+            @let (kind, reps) = spread_of(s, &metric.name);
+            table id={ "table-" (prefix) "-" (id(&metric.name)) } class="metric" {
+                caption {
+                    @if primary { "primary metric: " }
+                    (metric.heading()) ": median " (kind.describe()) " of " (reps) " repetitions"
+                }
+                tr {
+                    th { (s.param) }
+                    @for v in &s.variants {
+                        th title=(format!("{:?}", v.role).to_lowercase()) { (v.name) }
+                    }
+                    @if primary {
+                        @for r in &s.ratios { th { (r.name()) } }
+                    }
+                }
+                @for (c, case) in s.cases.iter().enumerate() {
+                    tr {
+                        th { (case.label) }
+                        @for cell in &case.cells { (value_cell(cell, &metric.name)) }
+                        @if primary {
+                            @for r in &s.ratios {
+                                @match ratio_mark(r, c, &case.label) {
+                                    None => td.num { "—" },
+                                    Some((text, Some(true))) => td.num.ok { (text) " ok" },
+                                    Some((text, Some(false))) => td.num.miss { (text) " MISS" },
+                                    Some((text, None)) => td.num { (text) },
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+            @if primary {
+                @for line in s.verdict_lines() { p.verdict { "verdict: " (line) } }
+            }
         }
-        out.push_str("</ul>\n");
-    }
-    for line in s.skips() {
-        let _ = writeln!(out, "<p class=\"verdict\">skipped: {}</p>", esc(&line));
+        @if !errors.is_empty() {
+            ul.errors {
+                @for e in errors { li { (e) } }
+            }
+        }
+        @for line in s.skips() { p.verdict { "skipped: " (line) } }
     }
 }
 
-/// The ratio on case `c`: `ok`/`MISS` where its target is checked.
-fn ratio_cell(out: &mut String, r: &Ratio, c: usize, label: &str) {
-    let _ = match ratio_mark(r, c, label) {
-        None => write!(out, "<td class=\"num\">—</td>"),
-        Some((text, Some(true))) => write!(out, "<td class=\"num ok\">{} ok</td>", esc(&text)),
-        Some((text, Some(false))) => {
-            write!(out, "<td class=\"num miss\">{} MISS</td>", esc(&text))
+/// A cell's `median ± spread` of `metric`, or why it has none (`error`,
+/// `skipped`, with the reason as its title, or `—`).
+fn value_cell(cell: &Cell, metric: &str) -> Markup {
+    html! {
+        @match (cell.metrics.get(metric), &cell.skipped) {
+            (Some(sum), _) => td.num {
+                (fmt_sig(sum.median, 4)) " " span.spread { "± " (fmt_sig(sum.spread, 2)) }
+            },
+            (None, _) if !cell.errors.is_empty() => {
+                td.error title=(cell.errors.join("; ")) { "error" }
+            },
+            (None, Some(why)) => td.num title=(why) { "skipped" },
+            (None, None) => td.num { "—" },
         }
-        Some((text, None)) => write!(out, "<td class=\"num\">{}</td>", esc(&text)),
-    };
+    }
 }
