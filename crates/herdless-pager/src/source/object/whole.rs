@@ -8,7 +8,7 @@ use object_store::{ObjectStoreExt, PutPayload};
 
 use super::fetch::classify;
 use super::location::Location;
-use super::{runtime, timeouts, wait_on, ObjectError, ObjectOptions, OwnedRuntime};
+use super::{runtime, wait_on, ObjectError, ObjectOptions, OwnedRuntime};
 
 /// Reads the whole (small) object at `url` (a working-set trace).
 ///
@@ -48,7 +48,7 @@ where
     T: Send + 'static,
     F: Future<Output = Result<T, object_store::Error>> + Send + 'static,
 {
-    let loc = Location::parse(url, &timeouts(opts))?;
+    let loc = Location::parse(url, &opts.timeouts())?;
     let rt = OwnedRuntime {
         runtime: Some(runtime(1)?),
         writes: Arc::default(),
