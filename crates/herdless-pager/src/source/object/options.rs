@@ -20,8 +20,8 @@ pub const DEFAULT_FETCH_CONCURRENCY: usize = 16;
 /// The largest chunk accepted.
 pub const MAX_CHUNK_SIZE: u64 = 1 << 30;
 
-/// How an [`ObjectSource`] reads. Start from the defaults and change what
-/// you need; [`ObjectSource::open`] checks the values.
+/// How an [`ObjectSource`](super::ObjectSource) reads. Start from the defaults and change what
+/// you need; [`ObjectSource::open`](super::ObjectSource::open) checks the values.
 ///
 /// ```
 /// use std::time::Duration;
