@@ -243,14 +243,6 @@ impl RestoreError {
     /// assert!(e.is_usage(), "{e}");
     /// ```
     pub fn is_usage(&self) -> bool {
-        // `--chunk-size`, `--fetch-concurrency`.
-        #[cfg(feature = "object-store")]
-        if matches!(
-            self,
-            RestoreError::Object(crate::object::ObjectError::Option(_))
-        ) {
-            return true;
-        }
         matches!(
             self,
             RestoreError::Usage(_) | RestoreError::OutputCollides { .. }

@@ -212,6 +212,10 @@ impl Restore {
         let usage = |e: PagerError| RestoreError::Usage(e.to_string());
         config::check_window(opts.fault_around, page).map_err(usage)?;
         config::check_handlers(opts.handlers).map_err(usage)?;
+        #[cfg(feature = "object-store")]
+        opts.object
+            .check()
+            .map_err(|e| RestoreError::Usage(e.to_string()))?;
         if opts.prefetch_threads == 0 {
             return Err(RestoreError::Usage(
                 "--prefetch-threads 0: at least one prefetch thread".into(),

@@ -192,22 +192,7 @@ impl ObjectSource {
     /// object, refused credentials, an unusable cache directory
     /// ([`ObjectError`] has an example).
     pub fn open(url: &str, opts: &ObjectOptions) -> Result<Self, ObjectError> {
-        let page = rustix::param::page_size() as u64;
-        if opts.chunk_size == 0
-            || !opts.chunk_size.is_multiple_of(page)
-            || opts.chunk_size > MAX_CHUNK_SIZE
-        {
-            return Err(ObjectError::Option(format!(
-                "the chunk size {} must be a multiple of the page size ({page}) and at most {MAX_CHUNK_SIZE}",
-                opts.chunk_size
-            )));
-        }
-        if opts.fetch_concurrency == 0 || opts.fetch_concurrency > 1024 {
-            return Err(ObjectError::Option(format!(
-                "the fetch concurrency {} is not between 1 and 1024",
-                opts.fetch_concurrency
-            )));
-        }
+        opts.check()?;
         let loc = Location::parse(url, &opts.timeouts())?;
         let rt = runtime(opts.fetch_threads)?;
         let handle = rt.handle().clone();

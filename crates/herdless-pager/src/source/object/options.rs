@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use super::location::Timeouts;
+use super::ObjectError;
 
 /// Default bytes per GET (measured with the lab's `restore-s3`: see the
 /// README's "Restoring from S3").
@@ -115,6 +116,41 @@ pub fn default_cache_dir() -> PathBuf {
 }
 
 impl ObjectOptions {
+    /// Checks the values that can never work, whatever the object: the
+    /// chunk size and the fetch concurrency.
+    /// [`ObjectSource::open`](super::ObjectSource::open) checks them
+    /// first; `herdless-uffd` checks them with its other options.
+    ///
+    /// ```
+    /// use herdless_pager::object::ObjectOptions;
+    /// assert!(ObjectOptions::default().check().is_ok());
+    /// let odd = ObjectOptions { chunk_size: 5000, ..ObjectOptions::default() };
+    /// assert!(odd.check().unwrap_err().to_string().contains("multiple of the page size"));
+    /// ```
+    ///
+    /// # Errors
+    /// [`ObjectError::Option`] naming the value and what it must be.
+    pub fn check(&self) -> Result<(), ObjectError> {
+        let page = rustix::param::page_size() as u64;
+        if self.chunk_size == 0
+            || !self.chunk_size.is_multiple_of(page)
+            || self.chunk_size > MAX_CHUNK_SIZE
+        {
+            return Err(ObjectError::Option(format!(
+                "the chunk size {} must be a multiple of the page size ({page}) and at most \
+                 {MAX_CHUNK_SIZE}",
+                self.chunk_size
+            )));
+        }
+        if self.fetch_concurrency == 0 || self.fetch_concurrency > 1024 {
+            return Err(ObjectError::Option(format!(
+                "the fetch concurrency {} must be between 1 and 1024",
+                self.fetch_concurrency
+            )));
+        }
+        Ok(())
+    }
+
     /// The request and connect timeouts, and the settings over the
     /// environment's, as the store's location takes them.
     pub(super) fn timeouts(&self) -> Timeouts {
