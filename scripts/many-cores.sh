@@ -10,9 +10,20 @@
 #                                          OUT/<experiment>-<stats|nostats>.json and OUT/many-cores.txt
 #   scripts/many-cores.sh [OUT]            both, on this machine (OUT default target/many-cores-results)
 #
-# EXPERIMENTS (default "locks rwsem herd async": the many-core targets of
-# issues 23 and 25) picks the experiments; the run
-# names the machine (cores, CPU model, kernel) in every table and file.
+# What it runs, in this order (each list can be set in the environment):
+# - EXPERIMENTS (default "locks rwsem herd async": the many-core targets of
+#   issues 23 and 25), counters off then on: <exp>-<nostats|stats>.json;
+# - STATS_PAIRS (default 3) alternating pairs, counters off then on, of the
+#   mutex tables and the rwsem (issue 23: what the counters cost, read from
+#   each pair's `compare`, the peers' B/A showing the drift between the two
+#   runs): stats-cost-<n>-<nostats|stats>.json and stats-cost-<n>.txt;
+# - TABLES (default "restore:s3": issue 24's S3 restore table, where the S3
+#   server, the client and the handler have cores of their own; entries
+#   EXPERIMENT:TEXT, TEXT without spaces, as `run --table` takes it),
+#   counters off: <exp>-<text>.json (it needs userfaultfd: run as root;
+#   where it is refused, each cell records the error).
+# The run names the machine (cores, CPU model, kernel) in every table and
+# file.
 # Afterwards, on any machine with the repository:
 #   cargo run --release -p herdless-lab -- render OUT/locks-nostats.json --report report/
 #   cargo run --release -p herdless-lab -- summary OUT/locks-nostats.json
@@ -22,6 +33,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 target=x86_64-unknown-linux-gnu
 experiments=${EXPERIMENTS:-locks rwsem herd async}
+stats_pairs=${STATS_PAIRS:-3}
+tables=${TABLES:-restore:s3}
 
 build() {
     local dir=$1
@@ -57,6 +70,25 @@ run() {
                 "$bin/herdless-lab-$stats" run "$exp" --json "$out/$exp-$stats.json" || echo "(exit $?)"
             done
         done
+        # What the counters cost: alternating pairs, each compared.
+        for n in $(seq 1 "$stats_pairs"); do
+            for stats in nostats stats; do
+                echo
+                echo "#### counters' cost, pair $n, herdless counters: $stats"
+                "$bin/herdless-lab-$stats" run locks rwsem --table mutex --table 'read/write' \
+                    --json "$out/stats-cost-$n-$stats.json" || echo "(exit $?)"
+            done
+            "$bin/herdless-lab-nostats" compare "$out/stats-cost-$n-nostats.json" \
+                "$out/stats-cost-$n-stats.json" >"$out/stats-cost-$n.txt" || echo "(exit $?)"
+        done
+        for spec in $tables; do
+            local exp=${spec%%:*} table=${spec#*:}
+            local name=${table//[^A-Za-z0-9]/_}
+            echo
+            echo "#### $exp, tables \"$table\", herdless counters: nostats"
+            "$bin/herdless-lab-nostats" run "$exp" --table "$table" \
+                --json "$out/$exp-$name.json" || echo "(exit $?)"
+        done
         echo
         echo "finished $(date -u +%FT%TZ)"
     } 2>&1 | tee "$out/many-cores.txt"
@@ -69,7 +101,7 @@ run)
     [ $# -eq 3 ] || { echo "usage: $0 run DIR OUT" >&2; exit 2; }
     run "$2" "$3"
     ;;
--h | --help) sed -n '2,20p' "$0"; exit 0 ;;
+-h | --help) sed -n "2,/^set -euo/p" "$0" | sed "\$d"; exit 0 ;;
 *)
     build target/many-cores
     run target/many-cores "${1:-target/many-cores-results}"

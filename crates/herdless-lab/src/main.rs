@@ -96,6 +96,10 @@ struct RunFlags {
     /// Write a self-contained HTML report, DIR/index.html (created)
     #[arg(long, value_name = "DIR")]
     report: Option<PathBuf>,
+    /// Only the tables whose title contains TEXT, ignoring case (repeat for
+    /// several), e.g. `run restore --table s3`; `list` shows the titles
+    #[arg(long, value_name = "TEXT")]
+    table: Vec<String>,
 }
 
 #[derive(Debug, Args)]
@@ -218,6 +222,9 @@ fn run(names: &[String], flags: &RunFlags, console: &mut Console) -> Result<bool
             selected.push(experiments::find(name)?);
         }
     }
+    if !flags.table.is_empty() {
+        selected = only_tables(selected, &flags.table, console)?;
+    }
     let suite = flags.suite.suite();
     let mut opts = RunOptions::new(suite);
     if let Some(reps) = flags.reps {
@@ -287,6 +294,60 @@ fn run(names: &[String], flags: &RunFlags, console: &mut Console) -> Result<bool
         wrote(&html::write_report_to(&report, out)?);
     }
     Ok(clean)
+}
+
+/// `experiments` with only their tables whose title contains one of
+/// `texts` (ignoring case); an experiment left with none is dropped, with a
+/// note. A usage error naming every table (exit 2) if nothing is left.
+fn only_tables(
+    experiments: Vec<Experiment>,
+    texts: &[String],
+    console: &mut Console,
+) -> Result<Vec<Experiment>, LabError> {
+    let texts: Vec<String> = texts.iter().map(|t| t.to_lowercase()).collect();
+    let wanted = |title: &str| {
+        let title = title.to_lowercase();
+        texts.iter().any(|t| title.contains(t.as_str()))
+    };
+    let mut titles = Vec::new();
+    let mut kept = Vec::new();
+    let mut dropped = Vec::new();
+    for mut exp in experiments {
+        titles.extend(
+            exp.sections
+                .iter()
+                .map(|s| format!("{}: {}", exp.name, s.title)),
+        );
+        exp.sections.retain(|s| wanted(s.title));
+        if exp.sections.is_empty() {
+            dropped.push(exp.name);
+        } else {
+            kept.push(exp);
+        }
+    }
+    let asked = texts.join("\", \"");
+    if kept.is_empty() {
+        // A usage error, as an unknown experiment is: exits with 2.
+        Cli::command()
+            .error(
+                clap::error::ErrorKind::InvalidValue,
+                format!(
+                    "no table's title contains \"{asked}\" (--table); the tables: {}",
+                    titles.join("; ")
+                ),
+            )
+            .exit()
+    }
+    if !dropped.is_empty() {
+        console.print(&para(
+            &format!(
+                "left out (no table's title contains \"{asked}\"): {}",
+                dropped.join(", ")
+            ),
+            2,
+        ))?;
+    }
+    Ok(kept)
 }
 
 /// Says on stderr that `path` was written.

@@ -222,3 +222,55 @@ fn writing_into_a_closed_pipe_exits_quietly_with_0() {
     assert!(json.is_file(), "the JSON was written all the same");
     std::fs::remove_dir_all(dir).unwrap();
 }
+
+#[test]
+fn table_keeps_only_the_tables_it_names_and_a_miss_names_every_table() {
+    let dir = scratch("table");
+    let json = dir.join("out.json");
+    let out = lab(&[
+        "run",
+        "locks",
+        "rwsem",
+        "--smoke",
+        "--reps",
+        "1",
+        "--table",
+        "MUTEX THROUGHPUT",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        matches!(out.status.code(), Some(0 | 1)),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("left out"), "{stdout}");
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let tables: Vec<(&str, &str)> = report["experiments"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|e| {
+            e["sections"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(move |s| (e["name"].as_str().unwrap(), s["title"].as_str().unwrap()))
+        })
+        .collect();
+    assert_eq!(tables.len(), 1, "{tables:?}");
+    assert_eq!(tables[0].0, "locks");
+    assert!(tables[0].1.starts_with("mutex throughput"), "{tables:?}");
+
+    let out = lab(&["run", "locks", "--smoke", "--table", "no such table"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(out.stdout.is_empty(), "measured before failing");
+    assert!(
+        stderr.contains("\"no such table\"") && stderr.contains("locks: bounded queue"),
+        "{stderr}"
+    );
+    std::fs::remove_dir_all(dir).unwrap();
+}
