@@ -276,7 +276,8 @@ impl RawMutex {
             // ASKING keeps it fair), and always when we are the woken
             // thread: the unlocks count on it to be awake.
             let may_spin = woken || state & PARKED == 0 || budget.spin_past_sleepers;
-            if may_spin && spin.spin(budget) {
+            let may_yield = woken || !budget.yield_only_while_waking || state & WAKING != 0;
+            if may_spin && spin.spin(budget, may_yield) {
                 state = self.state.load(Ordering::Relaxed);
                 continue;
             }
