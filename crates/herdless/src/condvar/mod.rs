@@ -221,6 +221,8 @@ impl RawCondvar {
     /// ```
     /// See [`RawCondvar`] for a notified wait.
     pub unsafe fn wait_raw(&self, mutex: &RawMutex, timeout: Option<Duration>) -> bool {
+        // The caller holds it (the spin policy's hint, `mutex/spin.rs`).
+        mutex.mark_monitor();
         let key = self.key();
         let mutex_key = address(mutex.word());
         let mut requeued = false;

@@ -3,8 +3,10 @@
 //! contract 5), and the clear of PARKED by whoever removes the word's last
 //! sleeper (a timed-out thread, a dropped task future, a waking unlock).
 //! The protocol they keep is `raw.rs`'s ("Why no sleeper is left behind").
+//! Also the condvar's MONITOR, which no lock guards: a hint for the spin
+//! policy (`spin.rs`).
 
-use super::raw::{RawMutex, LOCKED, PARKED};
+use super::raw::{RawMutex, LOCKED, MONITOR, PARKED};
 use crate::sync::{AtomicU32, Ordering};
 
 impl RawMutex {
@@ -45,6 +47,17 @@ impl RawMutex {
     pub(crate) fn mark_parked(word: &AtomicU32) {
         // Relaxed: as in `mark_parked_if_locked`.
         word.fetch_or(PARKED, Ordering::Relaxed);
+    }
+
+    /// Marks the mutex MONITOR, once: a condvar waits with it. The caller
+    /// holds the mutex.
+    pub(crate) fn mark_monitor(&self) {
+        // Relaxed: MONITOR orders nothing; the protocol never reads it, and
+        // every other update of the word keeps it (a `fetch_*` or a CAS
+        // from the word as read).
+        if self.word().load(Ordering::Relaxed) & MONITOR == 0 {
+            self.word().fetch_or(MONITOR, Ordering::Relaxed);
+        }
     }
 
     /// Clears PARKED when the word's last sleeper left; the caller holds

@@ -8,6 +8,7 @@
 //!   bit 2  WAKING   one woken thread (or task) is awake and trying for the lock
 //!   bit 3  ASKING   that woken thread spun in vain and asks for the lock
 //!   bit 4  HANDED   an unlock gave the lock (still LOCKED) to the asker
+//!   bit 5  MONITOR  a condvar has waited with this mutex (sticky; read by the spin policy only)
 //! ```
 //! | bit | set by | cleared by | under the bucket lock? |
 //! |---|---|---|---|
@@ -16,6 +17,7 @@
 //! | WAKING | the unlock that decides to wake a sleeper (CAS; it hands the bit to the woken thread or task) | the owner: when it takes the lock (same CAS), when it parks again (its validation), when its task future is dropped (`give_up_waking`); the waking unlock that found nobody | clear on park and on nobody found: yes; others: no |
 //! | ASKING | the WAKING owner, once its spin budget is spent (CAS) | the owner (taking the lock, or parking: same CAS as WAKING); the unlock that gives it the lock | no |
 //! | HANDED | the unlock that finds ASKING: it takes the lock back for the asker (CAS) | the asker, taking it over | no |
+//! | MONITOR | a condvar's first wait with the mutex, by its holder (`fetch_or`) | never | no |
 //!
 //! # One wake per hand-off, not one per unlock (issue 23)
 //! An unlock that finds PARKED set wakes one sleeper only if no thread is
@@ -122,6 +124,8 @@ pub(super) const WAKING: u32 = 4;
 const ASKING: u32 = 8;
 /// An unlock gave the lock, still held, to the asking thread.
 pub(super) const HANDED: u32 = 16;
+/// A condvar has waited with this mutex (sticky; `spin.rs`).
+pub(super) const MONITOR: u32 = 32;
 
 /// The grant token of a hand-off: "the lock is yours, still held".
 pub(crate) const HANDOFF: NonZeroU32 = match NonZeroU32::new(2) {
@@ -276,7 +280,7 @@ impl RawMutex {
             // ASKING keeps it fair), and always when we are the woken
             // thread: the unlocks count on it to be awake.
             let may_spin = woken || state & PARKED == 0 || budget.spin_past_sleepers;
-            let may_yield = woken || !budget.yield_only_while_waking || state & WAKING != 0;
+            let may_yield = woken || state & WAKING != 0 || !budget.waking_yield.on(state);
             if may_spin && spin.spin(budget, may_yield) {
                 state = self.state.load(Ordering::Relaxed);
                 continue;

@@ -21,10 +21,10 @@ pub(super) struct SpinBudget {
     pub(super) pause_rounds: u32,
     /// `yield_now` calls after the spinning rounds.
     pub(super) yields: u32,
-    /// Whether a thread that is not the woken one yields only while a
-    /// woken thread is awake for the lock (WAKING set); otherwise it parks
-    /// after its spinning rounds. Off by default; see [`SpinBudget::get`].
-    pub(super) yield_only_while_waking: bool,
+    /// Which mutexes' newcomers (threads that are not the woken one) yield
+    /// only while a woken thread is awake for the lock (WAKING set), and
+    /// otherwise park after their spinning rounds; see [`SpinBudget::get`].
+    pub(super) waking_yield: WakingYield,
     /// Whether a thread that is not the woken one spins although sleepers
     /// are queued (it may then take the lock ahead of them).
     pub(super) spin_past_sleepers: bool,
@@ -42,20 +42,24 @@ pub(super) struct SpinBudget {
 impl SpinBudget {
     /// The budget for this machine (`HERDLESS_MUTEX_TUNING` overrides it
     /// for experiments: `pause=R,yield=Y,past=0|1,watch=W,ask=0|1,front=0|1,
-    /// waking_yield=0|1`).
+    /// waking_yield=0|1|2`).
     ///
-    /// `waking_yield=1` on 2 CPUs (measured in the lab's `locks`, three
-    /// interleaved quick runs each way, stop 33): a Mutex+Condvar bounded
-    /// queue at 4/4 cap 16 runs at 3.5–4.0× std instead of 0.22–0.36×
-    /// (0.9 involuntary switches per 1,000 items instead of 127), and an
-    /// occasional locker beside one hog waits 1.5–1.6× std's p99 instead
-    /// of 149–237×; but the plain mutex at 4–64 threads falls from
-    /// 2.9–3.7× std to 1.4–2.8× (threads park instead of yielding), 2
-    /// threads from 0.97–2.5× to 0.56–0.98×, and the occasional locker
-    /// beside 4 hogs waits 1.5–9.9× std's p99 instead of 0.04–0.18×. So it
-    /// stays off by default; a program whose contention is mostly a queue
-    /// on a 2-CPU machine may turn it on. (With more CPUs the budget does
-    /// not yield at all.)
+    /// `waking_yield`: which mutexes' newcomers yield only while a woken
+    /// thread is awake (0: none, 1: those a condvar waits with, the
+    /// default; 2: all). It matters on 2 CPUs only (with more, the budget
+    /// does not yield). Measured in the lab's `locks` on 2 cores, three
+    /// interleaved quick runs each way (stop 33), for every mutex against
+    /// none: the Mutex+Condvar bounded queue at 4/4 cap 16 runs at 3.5–4.0×
+    /// std instead of 0.22–0.36× (0.9 involuntary switches per 1,000 items
+    /// instead of 127: a yield there mostly hands the CPU to another
+    /// contender), and an occasional locker beside one hog waits 1.5–1.6×
+    /// std's p99 instead of 149–237×; but a plain mutex at 4–64 threads
+    /// falls from 2.9–3.7× std to 1.4–2.8× (its threads park instead of
+    /// yielding to the holder), 2 threads from 0.97–2.5× to 0.56–0.98×, and
+    /// the occasional locker beside 4 hogs waits 1.5–9.9× std's p99
+    /// instead of 0.04–0.18×. Hence the default: a mutex that serves a
+    /// condvar (a queue, a monitor) gets the first behaviour, a plain one
+    /// keeps its yields.
     pub(super) fn get() -> &'static SpinBudget {
         static BUDGET: OnceLock<SpinBudget> = OnceLock::new();
         BUDGET.get_or_init(|| {
@@ -82,7 +86,7 @@ impl SpinBudget {
             SpinBudget {
                 pause_rounds: 4,
                 yields: 10,
-                yield_only_while_waking: false,
+                waking_yield: WakingYield::Monitors,
                 spin_past_sleepers: true,
                 watch: 400,
                 ask: true,
@@ -98,7 +102,7 @@ impl SpinBudget {
             SpinBudget {
                 pause_rounds: 7,
                 yields: 0,
-                yield_only_while_waking: false,
+                waking_yield: WakingYield::Monitors,
                 spin_past_sleepers: true,
                 watch: 400,
                 ask: true,
@@ -122,9 +126,38 @@ impl SpinBudget {
                 "watch" => self.watch = value,
                 "ask" => self.ask = value != 0,
                 "front" => self.front = value != 0,
-                "waking_yield" => self.yield_only_while_waking = value != 0,
+                "waking_yield" => {
+                    self.waking_yield = match value {
+                        0 => WakingYield::Never,
+                        1 => WakingYield::Monitors,
+                        _ => WakingYield::Always,
+                    }
+                }
                 _ => {}
             }
+        }
+    }
+}
+
+/// Which mutexes keep their newcomers from yielding while no woken thread
+/// is awake for the lock.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum WakingYield {
+    /// None: newcomers always spend their yields.
+    Never,
+    /// Mutexes a condvar has waited with (MONITOR, `raw.rs`).
+    Monitors,
+    /// Every mutex.
+    Always,
+}
+
+impl WakingYield {
+    /// Whether it applies to a mutex whose word reads `state`.
+    pub(super) fn on(self, state: u32) -> bool {
+        match self {
+            WakingYield::Never => false,
+            WakingYield::Monitors => state & super::raw::MONITOR != 0,
+            WakingYield::Always => true,
         }
     }
 }
@@ -141,7 +174,7 @@ impl SpinWait {
 
     /// Spins or yields once; `false` once the budget is spent (time to
     /// park). `may_yield`: false for a thread that the budget's
-    /// `yield_only_while_waking` keeps from yielding now. Under loom it
+    /// `waking_yield` keeps from yielding now. Under loom it
     /// never spins: loom explores the parking paths.
     pub(super) fn spin(&mut self, budget: &SpinBudget, may_yield: bool) -> bool {
         if cfg!(loom) {
@@ -169,12 +202,14 @@ mod tests {
     #[test]
     fn tuning_text_sets_the_named_fields_and_ignores_the_rest() {
         let mut budget = SpinBudget::for_cpus(2);
-        budget.apply("waking_yield=1, yield=3,bogus=9,pause=x,past");
-        assert!(budget.yield_only_while_waking);
+        budget.apply("waking_yield=2, yield=3,bogus=9,pause=x,past");
+        assert_eq!(budget.waking_yield, WakingYield::Always);
         assert_eq!(budget.yields, 3);
         assert_eq!(budget.pause_rounds, SpinBudget::for_cpus(2).pause_rounds);
         budget.apply("waking_yield=0");
-        assert!(!budget.yield_only_while_waking);
+        assert_eq!(budget.waking_yield, WakingYield::Never);
+        assert!(WakingYield::Monitors.on(super::super::raw::MONITOR));
+        assert!(!WakingYield::Monitors.on(0) && !WakingYield::Never.on(!0));
     }
 
     #[test]
