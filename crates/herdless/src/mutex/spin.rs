@@ -146,18 +146,19 @@ impl SpinBudget {
 pub(super) enum WakingYield {
     /// None: newcomers always spend their yields.
     Never,
-    /// Mutexes a condvar has waited with (MONITOR, `raw.rs`).
+    /// Mutexes a condvar has waited with (their MONITOR bit, `raw.rs`).
     Monitors,
     /// Every mutex.
     Always,
 }
 
 impl WakingYield {
-    /// Whether it applies to a mutex whose word reads `state`.
-    pub(super) fn on(self, state: u32) -> bool {
+    /// Whether it applies to a mutex; `monitor`: a condvar has waited with
+    /// it (its MONITOR bit, `raw.rs`).
+    pub(super) fn on(self, monitor: bool) -> bool {
         match self {
             WakingYield::Never => false,
-            WakingYield::Monitors => state & super::raw::MONITOR != 0,
+            WakingYield::Monitors => monitor,
             WakingYield::Always => true,
         }
     }
@@ -209,8 +210,8 @@ mod tests {
         assert_eq!(budget.pause_rounds, SpinBudget::for_cpus(2).pause_rounds);
         budget.apply("waking_yield=0");
         assert_eq!(budget.waking_yield, WakingYield::Never);
-        assert!(WakingYield::Monitors.on(super::super::raw::MONITOR));
-        assert!(!WakingYield::Monitors.on(0) && !WakingYield::Never.on(!0));
+        assert!(WakingYield::Monitors.on(true) && WakingYield::Always.on(false));
+        assert!(!WakingYield::Monitors.on(false) && !WakingYield::Never.on(true));
     }
 
     #[test]
