@@ -68,6 +68,9 @@ fn restore_smoke_measures_every_variant_with_the_counts_each_method_implies() {
                 cell.errors
             );
             let m = |name: &str| cell.metrics[name].median;
+            // The restore's CPU is counted: the workload alone touches
+            // every page of the working set in the span.
+            assert!(m("cpu_ms") > 0.0, "{} counted no CPU", cell.variant);
             match cell.variant.as_str() {
                 "4k-on-demand" => {
                     // One fault and one page per working-set page.

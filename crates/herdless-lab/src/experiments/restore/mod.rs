@@ -38,7 +38,11 @@
 //!
 //! Metrics: `time_ms`, from the handoff until every thread has touched its
 //! share of the working set (every word summed and checked against the
-//! snapshot); `demand_faults`, fault messages the handler served;
+//! snapshot); `cpu_ms`, the CPU time the whole lab process spent over
+//! that same span (every thread of the restore and of the workload: with
+//! T workload threads and as many busy handlers on 2 CPUs, a time close
+//! to `cpu_ms / 2` says the restore was CPU-bound there);
+//! `demand_faults`, fault messages the handler served;
 //! `copied_mib`, bytes copied into guest memory; `unread_mib`, of those,
 //! bytes the workload never touched. Targets at every thread count:
 //! `4k-on-demand/prefetch` ≥ 3 on time and ≥ 20 on demand faults.
@@ -98,10 +102,11 @@ pub fn experiment() -> Experiment {
         },
     )
     .metric(Metric::lower("time_ms", "ms"))
+    .metric(Metric::lower("cpu_ms", "ms of CPU, whole process"))
     .metric(Metric::lower("demand_faults", "faults"))
     .metric(Metric::lower("copied_mib", "MiB"))
     .metric(Metric::lower("unread_mib", "MiB"))
-    .evidence(&["demand_faults", "copied_mib", "unread_mib"])
+    .evidence(&["cpu_ms", "demand_faults", "copied_mib", "unread_mib"])
     .variants(
         run::measure,
         [

@@ -13,6 +13,7 @@ use herdless_pager::vmm::{GuestMemory, Hugepages, HUGE_PAGE};
 
 use super::workload::{self, Snapshot, PAGE};
 use super::{How, Params};
+use crate::harness::rusage::Usage;
 use crate::harness::scratch::Memo;
 use crate::harness::{gang, Case, LabError, Sample};
 
@@ -42,6 +43,10 @@ fn restore_err(e: herdless_pager::restore::RestoreError) -> LabError {
 pub(super) struct Restored {
     /// From the handoff to the last thread's last touch.
     pub(super) time: Duration,
+    /// CPU time of the whole lab process over that same span: the
+    /// handlers, prefetchers, fetchers and host-cache writer, the workload
+    /// threads, and (S3 table) the S3 server in this process.
+    pub(super) cpu: Duration,
     pub(super) summary: RestoreSummary,
 }
 
@@ -63,19 +68,21 @@ pub(super) fn restore(
             LabError::Unavailable(format!("{pages} free 2 MiB hugepages needed: {why}"))
         })?;
     }
-    let (time, summary) = serve(opts, |socket| {
+    let ((time, cpu), summary) = serve(opts, |socket| {
         let mem = GuestMemory::with_page_sizes(&[(snapshot.len, page)])
             .map_err(|e| LabError::os("guest memory (userfaultfd)", e))?;
         let base = mem.regions()[0].base;
         let shares: Vec<Vec<(usize, usize)>> = (0..threads)
             .map(|t| workload::share(runs, t, threads))
             .collect();
+        let cpu0 = Usage::process();
         let t0 = Instant::now();
         let conn = mem
             .handoff(socket)
             .map_err(|e| LabError::os("handoff", e))?;
         let sums = gang(threads, |t| workload::touch(base, &shares[t]))?.results;
         let time = t0.elapsed();
+        let cpu = Usage::process().since(&cpu0).cpu_micros;
         drop(conn); // the VMM exits: the server returns its summary
         for (t, (share, &got)) in shares.iter().zip(&sums).enumerate() {
             let want = snapshot.sum(share);
@@ -86,9 +93,9 @@ pub(super) fn restore(
                 )));
             }
         }
-        Ok(time)
+        Ok((time, Duration::from_micros(cpu)))
     })?;
-    Ok(Restored { time, summary })
+    Ok(Restored { time, cpu, summary })
 }
 
 /// Runs `herdless-uffd`'s server with `opts` on a thread of the lab while
@@ -207,6 +214,7 @@ pub(crate) fn measure(how: How, case: &Case<Params>) -> Result<Sample, LabError>
     let ws_bytes = (runs.iter().map(|r| r.1).sum::<usize>() * PAGE) as u64;
     Ok(Sample::new()
         .with("time_ms", r.time.as_secs_f64() * 1e3)
+        .with("cpu_ms", r.cpu.as_secs_f64() * 1e3)
         .with("demand_faults", s.faults as f64)
         .with("copied_mib", mib(copied))
         .with("unread_mib", mib(copied.saturating_sub(ws_bytes))))
