@@ -20,6 +20,11 @@ pub(super) struct Queue {
     /// [`Queue::due_for_fairness`]); `None` until the first unpark.
     #[cfg(not(loom))]
     fair_at: Option<Instant>,
+    /// The last waiter that went ahead of the others
+    /// ([`Queue::may_pass_head`]), and the first waiter it passed, by
+    /// address: compared, never followed (0: none).
+    passer: usize,
+    passed: usize,
 }
 
 /// How long an unfair lock on this table may let running threads take it
@@ -34,7 +39,44 @@ impl Queue {
             list: LinkedList::new(),
             #[cfg(not(loom))]
             fair_at: None,
+            passer: 0,
+            passed: 0,
         }
+    }
+
+    /// Whether `waiter`, a thread that asks to go ahead of the others
+    /// ([`ParkHow::ahead`](super::ParkHow::ahead)), is queued at the head:
+    /// yes, unless the bucket is empty (the tail is the head), its first
+    /// waiter is a task (threads and tasks keep their arrival order: a
+    /// task's wait is bounded by its own request for the lock,
+    /// `mutex/lock_async.rs`), or its first waiter is the last one that
+    /// went ahead, or the one that waiter passed. So a stream of such
+    /// threads cannot keep one waiter from the head of the queue: each
+    /// waiter is passed at most once while it is first (again only after a
+    /// waiter of another key hashed to this bucket was first in between),
+    /// and threads that went ahead keep their order behind the one that
+    /// did. The addresses kept are compared, never followed: a stale one
+    /// only makes a pass less likely.
+    pub(super) fn may_pass_head(&mut self, waiter: NonNull<Waiter>) -> bool {
+        let Some(head) = self.list.front() else {
+            return false;
+        };
+        // SAFETY: a queued record stays alive while it is in the list, and
+        // we hold the bucket lock that guards the list.
+        if unsafe { head.as_ref() }
+            .wake_handle()
+            .task_asks_handoff()
+            .is_some()
+        {
+            return false;
+        }
+        let head = head.as_ptr() as usize;
+        if head == self.passer || head == self.passed {
+            return false;
+        }
+        self.passer = waiter.as_ptr() as usize;
+        self.passed = head;
+        true
     }
 
     /// Whether an unpark that found a waiter should hand the lock over

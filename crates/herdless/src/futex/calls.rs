@@ -63,6 +63,11 @@ pub(crate) struct ParkHow {
     /// mutex sleeper that was woken and lost the lock to a running thread
     /// goes back to the head, where it was (FIFO among sleepers is kept).
     pub(crate) front: bool,
+    /// Queue at the head as with `front`, unless the bucket's first waiter
+    /// went there this way or was passed by one that did (then at the
+    /// tail): a mutex's rare sleeper (`mutex/rare_parker.rs`). Bounded:
+    /// [`Queue::may_pass_head`](super::bucket::Queue::may_pass_head).
+    pub(crate) ahead: bool,
     /// Looks at the grant word before the first sleep (see
     /// `Waiter::sleep_watching`).
     pub(crate) watch: u32,
@@ -76,6 +81,7 @@ impl ParkHow {
             deadline,
             try_only: false,
             front: false,
+            ahead: false,
             watch: SPIN_FOR_GRANT,
         }
     }

@@ -56,7 +56,8 @@ impl FutexTable {
     /// 2. `validate()` under the lock; `false` returns [`Parked::Invalid`].
     ///    With `how.try_only`, a valid park returns [`Parked::TimedOut`]
     ///    without queueing (a zero timeout).
-    /// 3. Queue at the tail (the head with `how.front`), drop the lock, run
+    /// 3. Queue at the tail (the head with `how.front`, or `how.ahead` when
+    ///    the bucket allows it), drop the lock, run
     ///    `before_sleep()`.
     /// 4. Sleep until an unpark grants the record ([`Parked::Unparked`]
     ///    with its token), or until `how.deadline`: then, under the lock of the
@@ -109,7 +110,7 @@ impl FutexTable {
                 // bucket lock (`cancel`, also on an unwinding
                 // `before_sleep`).
                 unsafe {
-                    if how.front {
+                    if how.front || (how.ahead && queue.may_pass_head(node)) {
                         queue.list.push_front(node)
                     } else {
                         queue.list.push_back(node)

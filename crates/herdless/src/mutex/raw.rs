@@ -99,7 +99,10 @@
 //! strict hand-off to a *sleeper* after it had waited 0.5 ms was tried
 //! first: on 16 cores at 64 threads it ran at 0.1× std (issue 23).
 //! A woken thread that still fails (its second budget spent too) withdraws
-//! the request and goes back to sleep at the head of the queue.
+//! the request and goes back to sleep at the head of the queue. So does a
+//! thread that rarely sleeps on a mutex (`rare_parker.rs`): one that takes
+//! the lock once in a while waits for one wake, not behind every busy
+//! thread asleep in the queue. Queue order is all it changes.
 //! [`unlock_fair`](lock_api::MutexGuard::unlock_fair) hands the lock to the
 //! oldest sleeper, still held; and every 0.5 ms per table bucket the unlock
 //! that wakes a sleeping thread does the same if the lock is still free
@@ -108,6 +111,7 @@
 use std::num::NonZeroU32;
 use std::time::Duration;
 
+use super::rare_parker::{note_contended, parks_rarely};
 use super::spin::{SpinBudget, SpinWait};
 use crate::deadline::Deadline;
 use crate::futex::{address, FutexTable, ParkHow, Parked, Unparked};
@@ -236,6 +240,12 @@ impl RawMutex {
         let budget = SpinBudget::get();
         let mut spin = SpinWait::new();
         let mut asked = false;
+        // Whether this thread sleeps rarely (`rare_parker.rs`), asked at its
+        // first park only: a park that failed its validation is no sleep.
+        let mut rare = None;
+        if !woken && !budget.rare_gap.is_zero() {
+            note_contended();
+        }
         let mut state = self.state.load(Ordering::Relaxed);
         loop {
             if woken && state & HANDED != 0 {
@@ -319,6 +329,14 @@ impl RawMutex {
                     continue;
                 }
             }
+            let (front, ahead) = if woken {
+                (budget.front, false)
+            } else {
+                (
+                    false,
+                    *rare.get_or_insert_with(|| parks_rarely(budget.rare_gap)),
+                )
+            };
             let parked = FutexTable::global().park(
                 key,
                 // Under the bucket lock: still held with PARKED set, and not
@@ -336,7 +354,8 @@ impl RawMutex {
                     }
                 },
                 ParkHow {
-                    front: woken && budget.front,
+                    front,
+                    ahead,
                     watch: budget.watch,
                     ..ParkHow::until(deadline)
                 },

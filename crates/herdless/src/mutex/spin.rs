@@ -13,6 +13,7 @@
 //! operation of parking_lot's yields there, and convoys).
 
 use std::sync::OnceLock;
+use std::time::Duration;
 
 /// The spin budget of one acquisition.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -37,12 +38,15 @@ pub(super) struct SpinBudget {
     /// Whether a woken thread that lost goes back to the head of the queue
     /// (else to the tail, as std's and parking_lot's do).
     pub(super) front: bool,
+    /// A thread whose previous sleep on a mutex began at least this long
+    /// ago sleeps at the head of the queue (`rare_parker.rs`); zero: never.
+    pub(super) rare_gap: Duration,
 }
 
 impl SpinBudget {
     /// The budget for this machine (`HERDLESS_MUTEX_TUNING` overrides it
     /// for experiments: `pause=R,yield=Y,past=0|1,watch=W,ask=0|1,front=0|1,
-    /// waking_yield=0|1|2`).
+    /// waking_yield=0|1|2,rare=MICROSECONDS`).
     ///
     /// `waking_yield`: which mutexes' newcomers yield only while a woken
     /// thread is awake (0: none, 1: those a condvar waits with, the
@@ -92,6 +96,7 @@ impl SpinBudget {
                 watch: 400,
                 ask: true,
                 front: true,
+                rare_gap: RARE_GAP,
             }
         } else {
             // Spin past sleepers too, as Go's `sync.Mutex` does: with
@@ -108,6 +113,7 @@ impl SpinBudget {
                 watch: 400,
                 ask: true,
                 front: true,
+                rare_gap: RARE_GAP,
             }
         }
     }
@@ -127,6 +133,7 @@ impl SpinBudget {
                 "watch" => self.watch = value,
                 "ask" => self.ask = value != 0,
                 "front" => self.front = value != 0,
+                "rare" => self.rare_gap = Duration::from_micros(value.into()),
                 "waking_yield" => {
                     self.waking_yield = match value {
                         0 => WakingYield::Never,
@@ -139,6 +146,9 @@ impl SpinBudget {
         }
     }
 }
+
+/// The default `rare_gap` (`rare_parker.rs`, where its measurement is).
+const RARE_GAP: Duration = Duration::from_micros(250);
 
 /// Which mutexes keep their newcomers from yielding while no woken thread
 /// is awake for the lock.

@@ -1,0 +1,161 @@
+//! Which threads sleep at the head of a mutex's queue instead of its tail:
+//! those that rarely find a mutex taken (issue 23's occasional locker).
+//!
+//! On many CPUs, threads that hammer a mutex keep it on the CPUs that run
+//! (`raw.rs`), and the ones that lose sleep in a queue that moves on one
+//! wake-up per hand-off. A thread that takes the lock once in a while and
+//! finds it taken would wait behind all of them: on 16 cores, beside 15
+//! hogs, its p99 wait was 0.13–2.4 ms against std's 55–82 µs. Such a
+//! thread is therefore queued first, as the woken thread that lost its
+//! race is, while the busy threads keep their first-come order behind it.
+//! This is the scheduler's sleeper credit (CFS, EEVDF) applied to a lock
+//! queue: a thread that asked for little goes ahead of those that ask all
+//! the time. It only orders the queue: who may take the lock, and every
+//! step of the protocol in `raw.rs`, stay the same.
+//!
+//! # Who counts as rare
+//! A thread about to sleep on a mutex is rare if it never slept on one
+//! before, or if its previous sleep began at least the budget's
+//! `rare_gap` ago *and* it found a mutex taken (took the slow path) at
+//! most once per `rare_gap` since then, on average. A busy thread takes the
+//! slow path on almost every acquisition, so it never counts, however long
+//! it ran between sleeps; an occasional locker counts every time. Counting
+//! is one thread-local add on the slow path; the clock is read only when
+//! the thread is about to sleep.
+//!
+//! # No stream of rare threads starves anyone
+//! Rare threads do not all go to the head: one goes ahead only if the
+//! waiter at the head did not go ahead itself and was not passed by the
+//! last one that did (`futex::bucket::Queue::may_pass_head`). So a waiter is passed at
+//! most once while it is first, and rare threads keep their arrival order
+//! among themselves. A rare thread never goes ahead of a task: threads and
+//! tasks keep their arrival order (`lock_async.rs`).
+//!
+//! # The gap, measured
+//! The default is 250 µs (`HERDLESS_MUTEX_TUNING=rare=MICROSECONDS` sets it
+//! for experiments; 0 turns it off). Measured on 16 cores (Intel Xeon,
+//! Linux 6.18, stop 35, the lab's `locks` quick suite, counters off), with
+//! a first form of this file: rare was a sleep that began at least the gap
+//! after the thread's previous one, and every rare thread went to the
+//! head. The occasional locker's p99 wait beside 15 and 32 hogs:
+//! - off: 128–151 µs and 389–502 µs in four runs (std 55–74 and 85–153);
+//! - 250 µs: 14.4–46.6 µs and 32.5–38.1 µs in three runs (std 60–101 and
+//!   81–98): 0.18–0.65× std;
+//! - 1 ms: 16.7/51.5 µs in one run, 305/1,331 µs in another: the lab's
+//!   locker comes back once per millisecond, so with a 1 ms gap about half
+//!   of its back-to-back sleeps did not count;
+//! - 4 ms: 141/363 µs, as off.
+//!
+//! The throughput rows and the slowest thread's share moved within the
+//! runs' spread (herdless/std at 16 threads, 1/0: 3.05–3.58× off,
+//! 3.12–3.93× at 250 µs). That form let a busy thread that ran 250 µs
+//! without sleeping go to the head too (at 16 threads they sleep every
+//! ~150 µs on average), and a stream of rare threads would have been served
+//! newest first. The form here keeps the locker's place (it counts as rare
+//! either way, and the only waiters it cannot pass are ones that went
+//! ahead) and leaves the busy threads in the order they had with it off;
+//! it was not measured on 16 cores (no machine time was left).
+
+use std::time::Duration;
+
+#[cfg(not(loom))]
+use std::cell::Cell;
+#[cfg(not(loom))]
+use std::time::Instant;
+
+/// A thread's recent contention: when it last began to sleep on a mutex,
+/// and how many times since then it found one taken.
+#[cfg(not(loom))]
+#[derive(Clone, Copy)]
+struct History {
+    last_sleep: Option<Instant>,
+    contended: u32,
+}
+
+#[cfg(not(loom))]
+std::thread_local! {
+    static HISTORY: Cell<History> = const {
+        Cell::new(History { last_sleep: None, contended: 0 })
+    };
+}
+
+/// Counts one acquisition that found the mutex taken (the slow path), for
+/// [`parks_rarely`]. Nothing under loom.
+pub(super) fn note_contended() {
+    #[cfg(not(loom))]
+    HISTORY.with(|history| {
+        let mut h = history.get();
+        h.contended = h.contended.saturating_add(1);
+        history.set(h);
+    });
+}
+
+/// Records that this thread is about to sleep on a mutex, and returns
+/// whether it is rare (module docs): then it asks to sleep at the head of
+/// the queue. A zero `gap` turns this off (always `false`, nothing
+/// recorded); so does loom, whose models explore the queue's orders
+/// without it.
+pub(super) fn parks_rarely(gap: Duration) -> bool {
+    #[cfg(loom)]
+    {
+        let _ = gap;
+        false
+    }
+    #[cfg(not(loom))]
+    {
+        if gap.is_zero() {
+            return false;
+        }
+        let now = Instant::now();
+        let h = HISTORY.with(|history| {
+            history.replace(History {
+                last_sleep: Some(now),
+                contended: 0,
+            })
+        });
+        h.last_sleep
+            .is_none_or(|then| now.duration_since(then) >= gap.saturating_mul(h.contended.max(1)))
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_thread_is_rare_first_and_after_the_gap_but_not_within_it() {
+        std::thread::spawn(|| {
+            let hour = Duration::from_secs(3600);
+            let short = Duration::from_millis(2);
+            assert!(parks_rarely(hour), "a thread that never slept is rare");
+            assert!(!parks_rarely(hour), "a second sleep within the gap is not");
+            std::thread::sleep(short);
+            assert!(parks_rarely(short), "a sleep after the gap is rare again");
+            std::thread::sleep(short);
+            assert!(!parks_rarely(Duration::ZERO), "a zero gap turns it off");
+            assert!(parks_rarely(short), "and records nothing");
+        })
+        .join()
+        .unwrap();
+    }
+
+    #[test]
+    fn a_thread_that_found_mutexes_taken_often_since_its_last_sleep_is_not_rare() {
+        std::thread::spawn(|| {
+            let gap = Duration::from_millis(2);
+            assert!(parks_rarely(gap));
+            for _ in 0..1_000_000 {
+                note_contended();
+            }
+            std::thread::sleep(gap);
+            // Past the gap, but a million contended acquisitions would need
+            // 2,000 s to be one per gap.
+            assert!(!parks_rarely(gap), "a busy thread is not rare");
+            note_contended();
+            std::thread::sleep(gap);
+            assert!(parks_rarely(gap), "one contended acquisition in a gap is");
+        })
+        .join()
+        .unwrap();
+    }
+}
