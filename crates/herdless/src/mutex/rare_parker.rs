@@ -79,9 +79,37 @@ std::thread_local! {
     };
 }
 
+/// One slow-path acquisition's question "is this thread rare?": it counts
+/// the acquisition as contended when it starts, and asks (and records the
+/// sleep) at its first park only, since a park that failed its validation
+/// is no sleep.
+pub(super) struct RareQuestion {
+    gap: Duration,
+    answer: Option<bool>,
+}
+
+impl RareQuestion {
+    /// For an acquisition that found the mutex taken; `woken`: it starts
+    /// as a woken thread (a condvar waiter moved onto the mutex), which
+    /// neither counts nor asks.
+    pub(super) fn new(gap: Duration, woken: bool) -> Self {
+        if !woken && !gap.is_zero() {
+            note_contended();
+        }
+        RareQuestion { gap, answer: None }
+    }
+
+    /// Whether the thread, about to sleep, is rare ([`parks_rarely`],
+    /// asked once per acquisition).
+    pub(super) fn ask(&mut self) -> bool {
+        let gap = self.gap;
+        *self.answer.get_or_insert_with(|| parks_rarely(gap))
+    }
+}
+
 /// Counts one acquisition that found the mutex taken (the slow path), for
 /// [`parks_rarely`]. Nothing under loom.
-pub(super) fn note_contended() {
+fn note_contended() {
     #[cfg(not(loom))]
     HISTORY.with(|history| {
         let mut h = history.get();
@@ -95,7 +123,7 @@ pub(super) fn note_contended() {
 /// the queue. A zero `gap` turns this off (always `false`, nothing
 /// recorded); so does loom, whose models explore the queue's orders
 /// without it.
-pub(super) fn parks_rarely(gap: Duration) -> bool {
+fn parks_rarely(gap: Duration) -> bool {
     #[cfg(loom)]
     {
         let _ = gap;

@@ -111,7 +111,7 @@
 use std::num::NonZeroU32;
 use std::time::Duration;
 
-use super::rare_parker::{note_contended, parks_rarely};
+use super::rare_parker::RareQuestion;
 use super::spin::{SpinBudget, SpinWait};
 use crate::deadline::Deadline;
 use crate::futex::{address, FutexTable, ParkHow, Parked, Unparked};
@@ -240,12 +240,7 @@ impl RawMutex {
         let budget = SpinBudget::get();
         let mut spin = SpinWait::new();
         let mut asked = false;
-        // Whether this thread sleeps rarely (`rare_parker.rs`), asked at its
-        // first park only: a park that failed its validation is no sleep.
-        let mut rare = None;
-        if !woken && !budget.rare_gap.is_zero() {
-            note_contended();
-        }
+        let mut rare = RareQuestion::new(budget.rare_gap, woken);
         let mut state = self.state.load(Ordering::Relaxed);
         loop {
             if woken && state & HANDED != 0 {
@@ -329,14 +324,6 @@ impl RawMutex {
                     continue;
                 }
             }
-            let (front, ahead) = if woken {
-                (budget.front, false)
-            } else {
-                (
-                    false,
-                    *rare.get_or_insert_with(|| parks_rarely(budget.rare_gap)),
-                )
-            };
             let parked = FutexTable::global().park(
                 key,
                 // Under the bucket lock: still held with PARKED set, and not
@@ -354,8 +341,8 @@ impl RawMutex {
                     }
                 },
                 ParkHow {
-                    front,
-                    ahead,
+                    front: woken && budget.front,
+                    ahead: !woken && rare.ask(),
                     watch: budget.watch,
                     ..ParkHow::until(deadline)
                 },
