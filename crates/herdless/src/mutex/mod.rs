@@ -19,9 +19,9 @@
 //!   state word and its protocol are in `raw.rs`.
 //! - Unlocks are unfair (a running thread may take the lock ahead of a
 //!   woken one), with eventual fairness: a woken thread that loses goes
-//!   back to the head of the queue, so does a thread that has not slept on
-//!   a mutex in the last 250 µs (an occasional locker does not wait behind
-//!   the busy ones, `rare_parker.rs`), and every 0.5 ms an unlock hands the
+//!   back to the head of the queue, so does a thread that rarely finds a
+//!   mutex taken (an occasional locker does not wait behind the busy ones,
+//!   `rare_parker.rs`), and every 0.5 ms an unlock hands the
 //!   lock straight to the oldest sleeper;
 //!   [`unlock_fair`](lock_api::MutexGuard::unlock_fair) always does.
 //! - Tasks wait in the same queue ([`MutexAsyncExt::lock_async`]): one

@@ -100,9 +100,9 @@
 //! first: on 16 cores at 64 threads it ran at 0.1× std (issue 23).
 //! A woken thread that still fails (its second budget spent too) withdraws
 //! the request and goes back to sleep at the head of the queue. So does a
-//! thread that rarely sleeps on a mutex (`rare_parker.rs`): one that takes
-//! the lock once in a while waits for one wake, not behind every busy
-//! thread asleep in the queue. Queue order is all it changes.
+//! thread that rarely finds a mutex taken (`rare_parker.rs`): one that
+//! takes the lock once in a while waits for one wake, not behind every
+//! busy thread asleep in the queue. Queue order is all it changes.
 //! [`unlock_fair`](lock_api::MutexGuard::unlock_fair) hands the lock to the
 //! oldest sleeper, still held; and every 0.5 ms per table bucket the unlock
 //! that wakes a sleeping thread does the same if the lock is still free

@@ -38,8 +38,9 @@ pub(super) struct SpinBudget {
     /// Whether a woken thread that lost goes back to the head of the queue
     /// (else to the tail, as std's and parking_lot's do).
     pub(super) front: bool,
-    /// A thread whose previous sleep on a mutex began at least this long
-    /// ago sleeps at the head of the queue (`rare_parker.rs`); zero: never.
+    /// The gap that makes a thread rare: one that finds a mutex taken at
+    /// most once per gap sleeps at the head of the queue
+    /// (`rare_parker.rs`); zero: no thread does.
     pub(super) rare_gap: Duration,
 }
 
