@@ -31,6 +31,23 @@
 //! among themselves. A rare thread never goes ahead of a task: threads and
 //! tasks keep their arrival order (`lock_async.rs`).
 //!
+//! # On two CPUs: park, do not yield
+//! On two CPUs a thread that finds the mutex taken yields after spinning
+//! (`spin.rs`), and a yield next to a busy holder can hand that holder the
+//! rest of a time slice: an occasional locker beside one hog waited 1.8–3.9
+//! ms at p99 (std: 14–56 µs). A rare thread therefore skips the yields
+//! and parks at once, at the head, and the holder's next unlock wakes it.
+//! Not on a mutex a condvar waits with (MONITOR, `raw.rs`), whose threads
+//! count as rare whenever they slept on the condvar rather than the mutex:
+//! its spin policy stays as it was. Measured on 2 cores (stop 35, the
+//! lab's `locks` tables for the mutex, the occasional locker and the
+//! queue, interleaved with `rare=0`, two rounds each way): the locker beside
+//! one hog 31.7–35.7 µs (3,583–3,870 without; std 14.6–16.3), beside four
+//! 39.6–47.8 µs (111–135 without; std 217–2,863); the mutex throughput
+//! and queue rows within the runs' spread (mutex 8–32 threads 3.28–3.55×
+//! std against 3.21–3.54×). Three earlier rounds without the MONITOR
+//! exception gave the locker 30.6–37.4 µs.
+//!
 //! # The gap, measured
 //! The default is 250 µs (`HERDLESS_MUTEX_TUNING=rare=MICROSECONDS` sets it
 //! for experiments; 0 turns it off). Measured on 16 cores (Intel Xeon,
@@ -86,6 +103,7 @@ std::thread_local! {
 pub(super) struct RareQuestion {
     gap: Duration,
     answer: Option<bool>,
+    peeked: Option<bool>,
 }
 
 impl RareQuestion {
@@ -96,7 +114,19 @@ impl RareQuestion {
         if !woken && !gap.is_zero() {
             note_contended();
         }
-        RareQuestion { gap, answer: None }
+        RareQuestion {
+            gap,
+            answer: None,
+            peeked: None,
+        }
+    }
+
+    /// Whether the thread would be rare if it slept now, without recording
+    /// a sleep (asked once per acquisition): a rare thread parks instead of
+    /// yielding on a plain mutex (`raw.rs`; module docs, "On two CPUs").
+    pub(super) fn peek(&mut self) -> bool {
+        let gap = self.gap;
+        *self.peeked.get_or_insert_with(|| is_rare(gap, false))
     }
 
     /// Whether the thread, about to sleep, is rare ([`parks_rarely`],
@@ -124,9 +154,15 @@ fn note_contended() {
 /// recorded); so does loom, whose models explore the queue's orders
 /// without it.
 fn parks_rarely(gap: Duration) -> bool {
+    is_rare(gap, true)
+}
+
+/// Whether this thread is rare now (module docs); `record`: it is about
+/// to sleep, which starts a new history.
+fn is_rare(gap: Duration, record: bool) -> bool {
     #[cfg(loom)]
     {
-        let _ = gap;
+        let _ = (gap, record);
         false
     }
     #[cfg(not(loom))]
@@ -136,10 +172,14 @@ fn parks_rarely(gap: Duration) -> bool {
         }
         let now = Instant::now();
         let h = HISTORY.with(|history| {
-            history.replace(History {
-                last_sleep: Some(now),
-                contended: 0,
-            })
+            let h = history.get();
+            if record {
+                history.set(History {
+                    last_sleep: Some(now),
+                    contended: 0,
+                });
+            }
+            h
         });
         h.last_sleep
             .is_none_or(|then| now.duration_since(then) >= gap.saturating_mul(h.contended.max(1)))
@@ -182,6 +222,23 @@ mod tests {
             note_contended();
             std::thread::sleep(gap);
             assert!(parks_rarely(gap), "one contended acquisition in a gap is");
+        })
+        .join()
+        .unwrap();
+    }
+
+    #[test]
+    fn peeking_records_no_sleep() {
+        std::thread::spawn(|| {
+            let hour = Duration::from_secs(3600);
+            let mut question = RareQuestion::new(hour, false);
+            assert!(question.peek(), "a thread that never slept is rare");
+            assert!(question.ask(), "and still is: the peek recorded nothing");
+            assert!(question.peek(), "a peek is asked once per acquisition");
+            assert!(
+                !RareQuestion::new(hour, false).peek(),
+                "the ask recorded a sleep"
+            );
         })
         .join()
         .unwrap();

@@ -285,8 +285,11 @@ impl RawMutex {
             // ASKING keeps it fair), and always when we are the woken
             // thread: the unlocks count on it to be awake.
             let may_spin = woken || state & PARKED == 0 || budget.spin_past_sleepers;
-            let may_yield =
-                woken || state & WAKING != 0 || !budget.waking_yield.on(state & MONITOR != 0);
+            // A rare thread parks at the head of a plain mutex's queue
+            // instead of yielding (`rare_parker.rs`).
+            let monitor = state & MONITOR != 0;
+            let may_yield = (woken || state & WAKING != 0 || !budget.waking_yield.on(monitor))
+                && (woken || monitor || !spin.yields_next(budget) || !rare.peek());
             if may_spin && spin.spin(budget, may_yield) {
                 state = self.state.load(Ordering::Relaxed);
                 continue;

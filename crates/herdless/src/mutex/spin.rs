@@ -185,6 +185,12 @@ impl SpinWait {
         SpinWait { rounds: 0 }
     }
 
+    /// Whether the next [`SpinWait::spin`] would yield (its spinning
+    /// rounds are spent and the budget has yields left).
+    pub(super) fn yields_next(&self, budget: &SpinBudget) -> bool {
+        self.rounds >= budget.pause_rounds && self.rounds < budget.pause_rounds + budget.yields
+    }
+
     /// Spins or yields once; `false` once the budget is spent (time to
     /// park). `may_yield`: false for a thread that the budget's
     /// `waking_yield` keeps from yielding now. Under loom it
