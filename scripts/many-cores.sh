@@ -17,6 +17,10 @@
 #   mutex tables and the rwsem (issue 23: what the counters cost, read from
 #   each pair's `compare`, the peers' B/A showing the drift between the two
 #   runs): stats-cost-<n>-<nostats|stats>.json and stats-cost-<n>.txt;
+# - TUNINGS (default "rare=0": the mutex's rare-thread rule off, to set
+#   against the default runs above), each a HERDLESS_MUTEX_TUNING value
+#   (`mutex/spin.rs`): `locks` with counters off under it, interleaved with
+#   a default run: locks-tuning-<n>.json and locks-default-<n>.json;
 # - TABLES (default "restore:s3": issue 24's S3 restore table, where the S3
 #   server, the client and the handler have cores of their own; entries
 #   EXPERIMENT:TEXT, TEXT without spaces, as `run --table` takes it),
@@ -35,6 +39,7 @@ target=x86_64-unknown-linux-gnu
 experiments=${EXPERIMENTS:-locks rwsem herd async}
 stats_pairs=${STATS_PAIRS:-3}
 tables=${TABLES:-restore:s3}
+tunings=${TUNINGS-rare=0}
 
 build() {
     local dir=$1
@@ -80,6 +85,16 @@ run() {
             done
             "$bin/herdless-lab-nostats" compare "$out/stats-cost-$n-nostats.json" \
                 "$out/stats-cost-$n-stats.json" >"$out/stats-cost-$n.txt" || echo "(exit $?)"
+        done
+        # The mutex under each tuning, each run beside a default one.
+        local n=0
+        for tuning in $tunings; do
+            n=$((n + 1))
+            echo
+            echo "#### locks, HERDLESS_MUTEX_TUNING=$tuning (locks-tuning-$n.json), then the default"
+            HERDLESS_MUTEX_TUNING=$tuning "$bin/herdless-lab-nostats" run locks \
+                --json "$out/locks-tuning-$n.json" || echo "(exit $?)"
+            "$bin/herdless-lab-nostats" run locks --json "$out/locks-default-$n.json" || echo "(exit $?)"
         done
         for spec in $tables; do
             local exp=${spec%%:*} table=${spec#*:}
