@@ -5,7 +5,8 @@
 //! (`raw.rs`), and the ones that lose sleep in a queue that moves on one
 //! wake-up per hand-off. A thread that takes the lock once in a while and
 //! finds it taken would wait behind all of them: on 16 cores, beside 15
-//! hogs, its p99 wait was 0.13–2.4 ms against std's 55–82 µs. Such a
+//! and 32 hogs, its p99 wait was 128–502 µs without this rule (2.3–4.8×
+//! std's, stop 35; 0.2–2.4 ms in an earlier session's runs). Such a
 //! thread is therefore queued first, as the woken thread that lost its
 //! race is, while the busy threads keep their first-come order behind it.
 //! This is the scheduler's sleeper credit (CFS, EEVDF) applied to a lock
@@ -26,9 +27,9 @@
 //! # No stream of rare threads starves anyone
 //! Rare threads do not all go to the head: one goes ahead only if the
 //! waiter at the head did not go ahead itself and was not passed by the
-//! last one that did (`futex::bucket::Queue::may_pass_head`). So a waiter is passed at
-//! most once while it is first, and rare threads keep their arrival order
-//! among themselves. A rare thread never goes ahead of a task: threads and
+//! last one that did (`futex::bucket::Queue::may_pass_head`). So a waiter
+//! is passed at most once while it is first, and rare threads keep their
+//! arrival order among themselves. A rare thread never goes ahead of a task: threads and
 //! tasks keep their arrival order (`lock_async.rs`).
 //!
 //! # On two CPUs: park, do not yield
@@ -69,9 +70,11 @@
 //! without sleeping go to the head too (at 16 threads they sleep every
 //! ~150 µs on average), and a stream of rare threads would have been served
 //! newest first. The form here keeps the locker's place (it counts as rare
-//! either way, and the only waiters it cannot pass are ones that went
-//! ahead) and leaves the busy threads in the order they had with it off;
-//! it was not measured on 16 cores (no machine time was left).
+//! either way, and the only waiters it cannot pass are the last one that
+//! went ahead and the one that one passed) and leaves the busy threads in
+//! the order they had with the rule off; it was not measured on 16 cores
+//! (no machine time was left). On many CPUs the budget does not yield, so
+//! the two-CPU rule above changes nothing there.
 
 use std::time::Duration;
 
