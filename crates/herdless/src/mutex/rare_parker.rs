@@ -132,16 +132,16 @@ impl RareQuestion {
         *self.peeked.get_or_insert_with(|| is_rare(gap, false))
     }
 
-    /// Whether the thread, about to sleep, is rare ([`parks_rarely`],
-    /// asked once per acquisition).
+    /// Whether the thread, about to sleep, is rare (asked once per
+    /// acquisition, and recorded as a sleep: [`is_rare`]).
     pub(super) fn ask(&mut self) -> bool {
         let gap = self.gap;
-        *self.answer.get_or_insert_with(|| parks_rarely(gap))
+        *self.answer.get_or_insert_with(|| is_rare(gap, true))
     }
 }
 
 /// Counts one acquisition that found the mutex taken (the slow path), for
-/// [`parks_rarely`]. Nothing under loom.
+/// [`is_rare`]. Nothing under loom.
 fn note_contended() {
     #[cfg(not(loom))]
     HISTORY.with(|history| {
@@ -151,17 +151,10 @@ fn note_contended() {
     });
 }
 
-/// Records that this thread is about to sleep on a mutex, and returns
-/// whether it is rare (module docs): then it asks to sleep at the head of
-/// the queue. A zero `gap` turns this off (always `false`, nothing
-/// recorded); so does loom, whose models explore the queue's orders
-/// without it.
-fn parks_rarely(gap: Duration) -> bool {
-    is_rare(gap, true)
-}
-
 /// Whether this thread is rare now (module docs); `record`: it is about
-/// to sleep, which starts a new history.
+/// to sleep on a mutex, which starts a new history. A zero `gap` turns
+/// this off (always `false`, nothing recorded); so does loom, whose models
+/// explore the queue's orders without it.
 fn is_rare(gap: Duration, record: bool) -> bool {
     #[cfg(loom)]
     {
@@ -193,46 +186,52 @@ fn is_rare(gap: Duration, record: bool) -> bool {
 mod tests {
     use super::*;
 
+    /// Runs `check` on a thread of its own: a fresh history.
+    fn on_a_fresh_thread(check: impl FnOnce() + Send + 'static) {
+        std::thread::spawn(check).join().unwrap();
+    }
+
+    /// A sleep about to begin: is the thread rare? (recorded)
+    fn sleeps_rarely(gap: Duration) -> bool {
+        is_rare(gap, true)
+    }
+
     #[test]
     fn a_thread_is_rare_first_and_after_the_gap_but_not_within_it() {
-        std::thread::spawn(|| {
+        on_a_fresh_thread(|| {
             let hour = Duration::from_secs(3600);
             let short = Duration::from_millis(2);
-            assert!(parks_rarely(hour), "a thread that never slept is rare");
-            assert!(!parks_rarely(hour), "a second sleep within the gap is not");
+            assert!(sleeps_rarely(hour), "a thread that never slept is rare");
+            assert!(!sleeps_rarely(hour), "a second sleep within the gap is not");
             std::thread::sleep(short);
-            assert!(parks_rarely(short), "a sleep after the gap is rare again");
+            assert!(sleeps_rarely(short), "a sleep after the gap is rare again");
             std::thread::sleep(short);
-            assert!(!parks_rarely(Duration::ZERO), "a zero gap turns it off");
-            assert!(parks_rarely(short), "and records nothing");
-        })
-        .join()
-        .unwrap();
+            assert!(!sleeps_rarely(Duration::ZERO), "a zero gap turns it off");
+            assert!(sleeps_rarely(short), "and records nothing");
+        });
     }
 
     #[test]
     fn a_thread_that_found_mutexes_taken_often_since_its_last_sleep_is_not_rare() {
-        std::thread::spawn(|| {
+        on_a_fresh_thread(|| {
             let gap = Duration::from_millis(2);
-            assert!(parks_rarely(gap));
+            assert!(sleeps_rarely(gap));
             for _ in 0..1_000_000 {
                 note_contended();
             }
             std::thread::sleep(gap);
             // Past the gap, but a million contended acquisitions would need
             // 2,000 s to be one per gap.
-            assert!(!parks_rarely(gap), "a busy thread is not rare");
+            assert!(!sleeps_rarely(gap), "a busy thread is not rare");
             note_contended();
             std::thread::sleep(gap);
-            assert!(parks_rarely(gap), "one contended acquisition in a gap is");
-        })
-        .join()
-        .unwrap();
+            assert!(sleeps_rarely(gap), "one contended acquisition in a gap is");
+        });
     }
 
     #[test]
     fn peeking_records_no_sleep() {
-        std::thread::spawn(|| {
+        on_a_fresh_thread(|| {
             let hour = Duration::from_secs(3600);
             let mut question = RareQuestion::new(hour, false);
             assert!(question.peek(), "a thread that never slept is rare");
@@ -242,8 +241,6 @@ mod tests {
                 !RareQuestion::new(hour, false).peek(),
                 "the ask recorded a sleep"
             );
-        })
-        .join()
-        .unwrap();
+        });
     }
 }
