@@ -17,10 +17,15 @@
 #   mutex tables and the rwsem (issue 23: what the counters cost, read from
 #   each pair's `compare`, the peers' B/A showing the drift between the two
 #   runs): stats-cost-<n>-<nostats|stats>.json and stats-cost-<n>.txt;
-# - TUNINGS (default "rare=0": the mutex's rare-thread rule off, to set
-#   against the default runs above), each a HERDLESS_MUTEX_TUNING value
-#   (`mutex/spin.rs`): `locks` with counters off under it, interleaved with
-#   a default run: locks-tuning-<n>.json and locks-default-<n>.json;
+# - SWEEPS (default "HERDLESS_MUTEX_TUNING=rare=0@locks:mutex": the
+#   mutex's rare-thread rule off, to set against the default), each entry
+#   VARIABLE=VALUE@EXPERIMENT[:TABLE[+TABLE...]] (no spaces): the
+#   experiment (its tables whose title contains a TABLE) with counters off, run with the
+#   variable set and then without it: sweep-<n>-tuned.json,
+#   sweep-<n>-default.json and their `compare`, sweep-<n>.txt. The
+#   variables: HERDLESS_MUTEX_TUNING (`mutex/spin.rs`),
+#   HERDLESS_RWSEM_TUNING (`rwsem/tuning.rs`), HERDLESS_CONDVAR_FANOUT
+#   (`condvar/cascade.rs`); SWEEP_STATS=stats runs them with counters on;
 # - TABLES (default "restore:s3": issue 24's S3 restore table, where the S3
 #   server, the client and the handler have cores of their own; entries
 #   EXPERIMENT:TEXT, TEXT without spaces, as `run --table` takes it),
@@ -36,10 +41,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 target=x86_64-unknown-linux-gnu
-experiments=${EXPERIMENTS:-locks rwsem herd async}
+experiments=${EXPERIMENTS-locks rwsem herd async}
 stats_pairs=${STATS_PAIRS:-3}
-tables=${TABLES:-restore:s3}
-tunings=${TUNINGS-rare=0}
+tables=${TABLES-restore:s3}
+sweeps=${SWEEPS-HERDLESS_MUTEX_TUNING=rare=0@locks:mutex}
+sweep_stats=${SWEEP_STATS:-nostats}
 
 build() {
     local dir=$1
@@ -86,15 +92,25 @@ run() {
             "$bin/herdless-lab-nostats" compare "$out/stats-cost-$n-nostats.json" \
                 "$out/stats-cost-$n-stats.json" >"$out/stats-cost-$n.txt" || echo "(exit $?)"
         done
-        # The mutex under each tuning, each run beside a default one.
+        # Each sweep entry: tuned, then the default, then compared.
         local n=0
-        for tuning in $tunings; do
+        for sweep in $sweeps; do
             n=$((n + 1))
+            local setting=${sweep%%@*} what=${sweep#*@}
+            local exp=${what%%:*} filter=()
+            if [ "$what" != "$exp" ]; then
+                local table
+                IFS=+ read -ra tables_of <<<"${what#*:}"
+                for table in "${tables_of[@]}"; do filter+=(--table "$table"); done
+            fi
             echo
-            echo "#### locks, HERDLESS_MUTEX_TUNING=$tuning (locks-tuning-$n.json), then the default"
-            HERDLESS_MUTEX_TUNING=$tuning "$bin/herdless-lab-nostats" run locks \
-                --json "$out/locks-tuning-$n.json" || echo "(exit $?)"
-            "$bin/herdless-lab-nostats" run locks --json "$out/locks-default-$n.json" || echo "(exit $?)"
+            echo "#### sweep $n: $exp ${filter[*]}, $setting (sweep-$n-tuned.json), then the default"
+            env "$setting" "$bin/herdless-lab-$sweep_stats" run "$exp" "${filter[@]}" \
+                --json "$out/sweep-$n-tuned.json" || echo "(exit $?)"
+            "$bin/herdless-lab-$sweep_stats" run "$exp" "${filter[@]}" \
+                --json "$out/sweep-$n-default.json" || echo "(exit $?)"
+            "$bin/herdless-lab-nostats" compare "$out/sweep-$n-default.json" \
+                "$out/sweep-$n-tuned.json" >"$out/sweep-$n.txt" || echo "(exit $?)"
         done
         for spec in $tables; do
             local exp=${spec%%:*} table=${spec#*:}

@@ -72,11 +72,27 @@
 //! newest first. The form here keeps the locker's place (it counts as rare
 //! either way, and the only waiters it cannot pass are the last one that
 //! went ahead and the one that one passed) and leaves the busy threads in
-//! the order they had with the rule off; it was not measured on 16 cores
-//! (no machine time was left). On many CPUs the budget does not yield, so
-//! the two-CPU rule above changes nothing there.
+//! the order they had with the rule off. On many CPUs the budget does not
+//! yield, so the two-CPU rule above changes nothing there.
+//!
+//! The form here, measured on 16 cores (stop 36, the same kind of
+//! machine, counters off), does not show stop 35's gain: the locker's p99
+//! beside 15 and 32 hogs was 15–245 µs and 331–593 µs in four runs (one
+//! with counters on; std 48–72 and 80–190), against 148 and 604 µs with the rule off and 111
+//! and 547 µs with the first form's definition of rare
+//! (`HERDLESS_MUTEX_TUNING=rarecount=0`), each interleaved with a default
+//! run. Its median wait stayed below a microsecond, under std's; what
+//! sets the tail there is not the queue's order alone. At 32 hogs on 16
+//! CPUs a likely part is that herdless's hogs spin rather than sleep (2–3
+//! sleeps per 1,000 acquisitions against std's 13), so a woken locker, or
+//! a woken hog holding the one wake, waits for a CPU; this is not yet
+//! counted. The rule stays for what it does on two CPUs; on sixteen the
+//! hogs' throughput was the same with it and without (16–25 M
+//! acquisitions/s beside 15 hogs, 20–25 M beside 32).
 
 use std::time::Duration;
+
+use super::spin::SpinBudget;
 
 #[cfg(not(loom))]
 use std::cell::Cell;
@@ -112,9 +128,12 @@ pub(super) struct RareQuestion {
 impl RareQuestion {
     /// For an acquisition that found the mutex taken; `woken`: it starts
     /// as a woken thread (a condvar waiter moved onto the mutex), which
-    /// neither counts nor asks.
-    pub(super) fn new(gap: Duration, woken: bool) -> Self {
-        if !woken && !gap.is_zero() {
+    /// neither counts nor asks. With the budget's `rare_counts` off (an
+    /// experiment: `HERDLESS_MUTEX_TUNING=rarecount=0`) nothing is counted,
+    /// and a sleep that begins a gap after the last one is rare.
+    pub(super) fn new(budget: &SpinBudget, woken: bool) -> Self {
+        let gap = budget.rare_gap;
+        if !woken && !gap.is_zero() && budget.rare_counts {
             note_contended();
         }
         RareQuestion {
@@ -233,12 +252,16 @@ mod tests {
     fn peeking_records_no_sleep() {
         on_a_fresh_thread(|| {
             let hour = Duration::from_secs(3600);
-            let mut question = RareQuestion::new(hour, false);
+            let budget = SpinBudget {
+                rare_gap: hour,
+                ..*SpinBudget::get()
+            };
+            let mut question = RareQuestion::new(&budget, false);
             assert!(question.peek(), "a thread that never slept is rare");
             assert!(question.ask(), "and still is: the peek recorded nothing");
             assert!(question.peek(), "a peek is asked once per acquisition");
             assert!(
-                !RareQuestion::new(hour, false).peek(),
+                !RareQuestion::new(&budget, false).peek(),
                 "the ask recorded a sleep"
             );
         });

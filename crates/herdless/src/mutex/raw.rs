@@ -240,7 +240,7 @@ impl RawMutex {
         let budget = SpinBudget::get();
         let mut spin = SpinWait::new();
         let mut asked = false;
-        let mut rare = RareQuestion::new(budget.rare_gap, woken);
+        let mut rare = RareQuestion::new(budget, woken);
         let mut state = self.state.load(Ordering::Relaxed);
         loop {
             if woken && state & HANDED != 0 {
@@ -290,7 +290,7 @@ impl RawMutex {
             let monitor = state & MONITOR != 0;
             let may_yield = (woken || state & WAKING != 0 || !budget.waking_yield.on(monitor))
                 && (woken || monitor || !spin.yields_next(budget) || !rare.peek());
-            if may_spin && spin.spin(budget, may_yield) {
+            if may_spin && spin.spin(budget, may_yield, woken && !asked && budget.ask) {
                 state = self.state.load(Ordering::Relaxed);
                 continue;
             }

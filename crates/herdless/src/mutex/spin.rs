@@ -35,6 +35,9 @@ pub(super) struct SpinBudget {
     /// Whether a woken thread that spun in vain asks the next unlock for
     /// the lock (ASKING, see `raw.rs`).
     pub(super) ask: bool,
+    /// Rounds of exponential spinning a woken thread spends before it asks
+    /// (at most `pause_rounds`; after asking it spins the whole budget).
+    pub(super) ask_rounds: u32,
     /// Whether a woken thread that lost goes back to the head of the queue
     /// (else to the tail, as std's and parking_lot's do).
     pub(super) front: bool,
@@ -42,12 +45,16 @@ pub(super) struct SpinBudget {
     /// most once per gap sleeps at the head of the queue
     /// (`rare_parker.rs`); zero: no thread does.
     pub(super) rare_gap: Duration,
+    /// Whether a thread's contended acquisitions since its last sleep count
+    /// against its being rare (`rare_parker.rs`; off only in experiments).
+    pub(super) rare_counts: bool,
 }
 
 impl SpinBudget {
     /// The budget for this machine (`HERDLESS_MUTEX_TUNING` overrides it
-    /// for experiments: `pause=R,yield=Y,past=0|1,watch=W,ask=0|1,front=0|1,
-    /// waking_yield=0|1|2,rare=MICROSECONDS`).
+    /// for experiments: `pause=R,yield=Y,past=0|1,watch=W,ask=0|1,
+    /// askpause=R,front=0|1,waking_yield=0|1|2,rare=MICROSECONDS,
+    /// rarecount=0|1`).
     ///
     /// `waking_yield`: which mutexes' newcomers yield only while a woken
     /// thread is awake (0: none, 1: those a condvar waits with, the
@@ -96,16 +103,32 @@ impl SpinBudget {
                 spin_past_sleepers: true,
                 watch: 400,
                 ask: true,
+                ask_rounds: 4,
                 front: true,
                 rare_gap: RARE_GAP,
+                rare_counts: true,
             }
         } else {
             // Spin past sleepers too, as Go's `sync.Mutex` does: with
             // sleepers queued most of the time (a condvar's requeued
             // waiters), a newcomer that parks at once turns every hand-off
-            // into a wake. The woken thread's ASKING (`raw.rs`) keeps that fair. Measured on 16 cores
-            // (issue 23): the bounded queue 4/4 cap 16 went from 0.82× to
-            // 2.19× std, 16/16 cap 4 from 0.35× to 1.50×.
+            // into a wake. The woken thread's ASKING (`raw.rs`) keeps that
+            // fair. Measured on 16 cores (issue 23): the bounded queue 4/4
+            // cap 16 went from 0.82× to 2.19× std, 16/16 cap 4 from 0.35×
+            // to 1.50×.
+            //
+            // Seven rounds: no other count wins every row. Stop 36, 16
+            // cores, one interleaved pair of runs each (the lab's mutex
+            // and queue tables, M acquisitions/s, against 7 rounds): 9
+            // rounds 14.4 against 9.3 at 4 threads (1/0), 21.9–26.4
+            // against 15.1–19.6 at 8–16, but 16.5 against 24.0 at 32 and
+            // 11–24% less with work outside the lock (5/50, 10/100); 5
+            // rounds 23–33 against 16–25 at 8–32 threads, but 11% less at
+            // 4 and the queue 4/4 cap 16 and 16/16 cap 4 at 0.57–0.66×.
+            // Asking at once (`askpause=0`) or after 3 rounds instead of
+            // 7 gave the slowest thread a smaller share at 16–32 threads
+            // in five of the six rows measured (0.19–0.55 against
+            // 0.33–0.58).
             SpinBudget {
                 pause_rounds: 7,
                 yields: 0,
@@ -113,8 +136,10 @@ impl SpinBudget {
                 spin_past_sleepers: true,
                 watch: 400,
                 ask: true,
+                ask_rounds: 7,
                 front: true,
                 rare_gap: RARE_GAP,
+                rare_counts: true,
             }
         }
     }
@@ -133,8 +158,10 @@ impl SpinBudget {
                 "past" => self.spin_past_sleepers = value != 0,
                 "watch" => self.watch = value,
                 "ask" => self.ask = value != 0,
+                "askpause" => self.ask_rounds = value,
                 "front" => self.front = value != 0,
                 "rare" => self.rare_gap = Duration::from_micros(value.into()),
+                "rarecount" => self.rare_counts = value != 0,
                 "waking_yield" => {
                     self.waking_yield = match value {
                         0 => WakingYield::Never,
@@ -192,19 +219,26 @@ impl SpinWait {
     }
 
     /// Spins or yields once; `false` once the budget is spent (time to
-    /// park). `may_yield`: false for a thread that the budget's
-    /// `waking_yield` keeps from yielding now. Under loom it
-    /// never spins: loom explores the parking paths.
-    pub(super) fn spin(&mut self, budget: &SpinBudget, may_yield: bool) -> bool {
+    /// park, or to ask). `may_yield`: false for a thread that the budget's
+    /// `waking_yield` keeps from yielding now; `will_ask`: the woken
+    /// thread before it asks, which spins `ask_rounds` rounds, not
+    /// `pause_rounds`.
+    /// Under loom it never spins: loom explores the parking paths.
+    pub(super) fn spin(&mut self, budget: &SpinBudget, may_yield: bool, will_ask: bool) -> bool {
         if cfg!(loom) {
             return false;
         }
         let yields = if may_yield { budget.yields } else { 0 };
-        if self.rounds < budget.pause_rounds {
+        let pause_rounds = if will_ask {
+            budget.ask_rounds.min(budget.pause_rounds)
+        } else {
+            budget.pause_rounds
+        };
+        if self.rounds < pause_rounds {
             for _ in 0..1u32 << self.rounds {
                 std::hint::spin_loop();
             }
-        } else if self.rounds < budget.pause_rounds + yields {
+        } else if self.rounds < pause_rounds + yields {
             std::thread::yield_now();
         } else {
             return false;
@@ -236,7 +270,7 @@ mod tests {
         let budget = SpinBudget::for_cpus(2);
         let count = |may_yield| {
             let mut spin = SpinWait::new();
-            std::iter::from_fn(|| spin.spin(&budget, may_yield).then_some(())).count() as u32
+            std::iter::from_fn(|| spin.spin(&budget, may_yield, false).then_some(())).count() as u32
         };
         assert_eq!(count(true), budget.pause_rounds + budget.yields);
         assert_eq!(count(false), budget.pause_rounds);

@@ -12,7 +12,8 @@ use super::count::{
     HANDOFF, NUDGED, READER, READ_BLOCKERS, UPGRADABLE, UPGRADABLE_BLOCKERS, WAITERS, WRITER,
     WRITE_BLOCKERS,
 };
-use super::raw::{RawRwSem, HANDOFF_AFTER};
+use super::raw::RawRwSem;
+use super::tuning::RwSemTuning;
 use super::wait_list::WaitList;
 use super::waiter::{Kind, Waiter};
 use crate::deadline::Deadline;
@@ -22,9 +23,6 @@ use crate::util::sleeper::Sleeper;
 use crate::util::waiter::Slept;
 use crate::util::wake_list::WakeList;
 use crate::variants::Counting;
-
-/// Rounds of exponential spinning before an `AtomicCount` acquirer queues.
-const SPIN_ROUNDS: u32 = 9;
 
 impl RawRwSem {
     #[inline]
@@ -177,7 +175,8 @@ impl RawRwSem {
             // than granted while no hand-off is pending, and takes the lock
             // itself when woken.
             let steals = self.config.counting == Counting::AtomicCount;
-            let mut handoff_at = steals.then(|| Deadline::after(Some(HANDOFF_AFTER)));
+            let mut handoff_at =
+                steals.then(|| Deadline::after(Some(RwSemTuning::get().handoff_after)));
             loop {
                 // After every unpark without a grant (a nudge, a spurious
                 // wakeup), a queued writer tries to take the lock itself,
@@ -200,7 +199,8 @@ impl RawRwSem {
                     // deadline has passed: the waiter would never block.
                     // Loom checks the first request; later ones run the
                     // same code.
-                    handoff_at = (!cfg!(loom)).then(|| Deadline::after(Some(HANDOFF_AFTER)));
+                    handoff_at = (!cfg!(loom))
+                        .then(|| Deadline::after(Some(RwSemTuning::get().handoff_after)));
                     let mut q = self.lock_wait();
                     if waiter.is_granted() {
                         return true;
@@ -240,7 +240,7 @@ impl RawRwSem {
             return false;
         }
         let backoff = Backoff::new();
-        for _ in 0..SPIN_ROUNDS {
+        for _ in 0..RwSemTuning::get().spin_rounds {
             backoff.spin();
             if waiter.is_granted() {
                 return false;
@@ -274,7 +274,7 @@ impl RawRwSem {
     /// sleeper has asked for hand-off.
     pub(super) fn spin(&self, kind: Kind) -> bool {
         let backoff = Backoff::new();
-        for _ in 0..SPIN_ROUNDS {
+        for _ in 0..RwSemTuning::get().spin_rounds {
             backoff.spin();
             let c = self.count.load(Ordering::Relaxed);
             if c & HANDOFF != 0 {

@@ -45,7 +45,8 @@ use std::ptr::NonNull;
 use std::task::{Context, Poll};
 
 use super::count::{HANDOFF, READERS, UPGRADABLE, WAITERS};
-use super::raw::{RawRwSem, HANDOFF_AFTER};
+use super::raw::RawRwSem;
+use super::tuning::RwSemTuning;
 use super::waiter::{Kind, Waiter};
 use crate::deadline::Deadline;
 use crate::sync::Ordering;
@@ -167,7 +168,9 @@ impl<'a> RawAcquire<'a> {
         sem.grant_locked(&mut q, &mut wakes);
         sem.finish(q, &mut wakes);
         self.state = State::Queued;
-        self.handoff_at = self.steals().then(|| Deadline::after(Some(HANDOFF_AFTER)));
+        self.handoff_at = self
+            .steals()
+            .then(|| Deadline::after(Some(RwSemTuning::get().handoff_after)));
         if self.record().is_granted() {
             // Our own grant check granted us (the wake it issued to our
             // waker is a spare poll at worst).
@@ -198,7 +201,8 @@ impl<'a> RawAcquire<'a> {
             if timer {
                 // Re-armed, except under loom, where every finite deadline
                 // has passed (as the thread's loop does).
-                self.handoff_at = (!cfg!(loom)).then(|| Deadline::after(Some(HANDOFF_AFTER)));
+                self.handoff_at =
+                    (!cfg!(loom)).then(|| Deadline::after(Some(RwSemTuning::get().handoff_after)));
             }
             let mut wakes = WakeList::new();
             let mut q = sem.lock_wait();

@@ -129,7 +129,12 @@
 //!   fair unlock sets it too, for the same effect at once;
 //! - an upgrade does not steal or queue: its holder is already in, and it
 //!   waits in the upgrade slot only for the readers to drain (UPGRADING
-//!   keeps new readers out).
+//!   keeps new readers out);
+//! - before queueing, an acquirer spins a bounded while (the kernel's
+//!   optimistic spinning, without its owner tracking): 9 rounds of
+//!   exponential backoff on two CPUs, 14 on more (`tuning.rs`, which says
+//!   what was measured; `HERDLESS_RWSEM_TUNING=spin=ROUNDS,handoff=MICROSECONDS`
+//!   overrides both for experiments).
 //!
 //! `Generic` stays the seed's strict FIFO, so the seed's comparison of the
 //! two wake timings is made on the 2006 algorithm.
@@ -196,6 +201,7 @@ mod lock_api_impl;
 mod raw;
 mod release;
 mod stats;
+mod tuning;
 mod upgrade;
 mod upgrade_async;
 mod wait_list;

@@ -1,0 +1,91 @@
+//! How long an `AtomicCount` acquirer spins before it queues, and how long
+//! a queued waiter lets running threads take the lock ahead of it: the
+//! defaults, and `HERDLESS_RWSEM_TUNING`, which overrides them for
+//! experiments (the lab's many-core sweeps, `scripts/many-cores.sh`).
+
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use super::raw::HANDOFF_AFTER;
+
+/// The spin and hand-off settings of every `AtomicCount` semaphore in the
+/// process.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct RwSemTuning {
+    /// Rounds of `crossbeam_utils::Backoff` spinning before an acquirer
+    /// queues (and a nudged writer's tries before it sleeps again).
+    pub(super) spin_rounds: u32,
+    /// How long a sleeper lets running threads steal before it asks for
+    /// hand-off ([`HANDOFF_AFTER`] unless overridden).
+    pub(super) handoff_after: Duration,
+}
+
+impl RwSemTuning {
+    /// The defaults for a machine with `cpus` CPUs: the kernel's 4 ms
+    /// hand-off time, and nine rounds of spinning (up to 255 spin-loop
+    /// hints) on two CPUs, fourteen (up to 575) on more. Measured on 16
+    /// cores (Intel Xeon, issue 23, stop 36), the lab's `rwsem` table
+    /// (`AtomicCount`, 10% writes) in two interleaved pairs of runs:
+    /// fourteen rounds 3–11% faster than nine at 8–32 threads (1.75–1.97
+    /// M ops/s against 1.65–1.92), with 16 context switches per 1,000
+    /// operations at 8 threads instead of 28; five rounds 13–25% slower;
+    /// the hand-off time at 1 ms or 250 µs within the runs' spread of 4
+    /// ms. parking_lot's `RwLock` stays ahead at 8–16 threads (2.05–2.44
+    /// M ops/s there).
+    fn for_cpus(cpus: usize) -> RwSemTuning {
+        RwSemTuning {
+            spin_rounds: if cpus <= 2 { 9 } else { 14 },
+            handoff_after: HANDOFF_AFTER,
+        }
+    }
+
+    /// The settings for this process: the defaults, with
+    /// `HERDLESS_RWSEM_TUNING=spin=ROUNDS,handoff=MICROSECONDS` applied
+    /// (unknown names and unparsable values are ignored, as
+    /// `HERDLESS_MUTEX_TUNING`'s are).
+    pub(super) fn get() -> &'static RwSemTuning {
+        static TUNING: OnceLock<RwSemTuning> = OnceLock::new();
+        TUNING.get_or_init(|| {
+            let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+            let mut tuning = RwSemTuning::for_cpus(cpus);
+            if let Ok(text) = std::env::var("HERDLESS_RWSEM_TUNING") {
+                tuning.apply(&text);
+            }
+            tuning
+        })
+    }
+
+    fn apply(&mut self, text: &str) {
+        for pair in text.split(',') {
+            let Some((name, value)) = pair.split_once('=') else {
+                continue;
+            };
+            let Ok(value) = value.trim().parse::<u32>() else {
+                continue;
+            };
+            match name.trim() {
+                "spin" => self.spin_rounds = value.min(64),
+                // At least 1 µs: a zero timer would make a waiter that
+                // re-arms it never sleep.
+                "handoff" => self.handoff_after = Duration::from_micros(value.max(1).into()),
+                _ => {}
+            }
+        }
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tuning_text_sets_the_named_fields_and_ignores_the_rest() {
+        let mut tuning = RwSemTuning::for_cpus(2);
+        tuning.apply("spin=3, handoff=1000,bogus=2,spin=x,handoff");
+        assert_eq!(tuning.spin_rounds, 3);
+        assert_eq!(tuning.handoff_after, Duration::from_millis(1));
+        tuning.apply("handoff=0");
+        assert_eq!(tuning.handoff_after, Duration::from_micros(1));
+        assert!(RwSemTuning::for_cpus(16).spin_rounds > RwSemTuning::for_cpus(2).spin_rounds);
+    }
+}
