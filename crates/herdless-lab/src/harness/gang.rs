@@ -5,7 +5,7 @@
 //! The wall time is from the earliest thread's start to the latest thread's
 //! end, which leaves out spawning and joining. Each thread also reads its
 //! own `getrusage(RUSAGE_THREAD)` around its work; the gang returns the sum,
-//! and what each thread's work returned.
+//! each thread's own, and what each thread's work returned.
 
 use std::ops::Range;
 use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
@@ -26,6 +26,9 @@ pub struct GangRun<T = ()> {
     pub wall: Duration,
     /// Summed per-thread counters over the work only.
     pub usage: Usage,
+    /// Each thread's own counters over its work, by `i` (what a summary
+    /// cannot say: which thread slept or ran).
+    pub per_thread: Vec<Usage>,
     /// What `work(i)` returned, by `i`.
     pub results: Vec<T>,
 }
@@ -92,6 +95,7 @@ where
         let mut usage = Usage::default();
         let (mut first_start, mut last_end) = (None::<Instant>, None::<Instant>);
         let mut results = Vec::with_capacity(threads);
+        let mut per_thread = Vec::with_capacity(threads);
         for h in handles {
             let (start, end, u, result) = h
                 .join()
@@ -101,6 +105,7 @@ where
             first_start = Some(first_start.map_or(start, |f| f.min(start)));
             last_end = Some(last_end.map_or(end, |l| l.max(end)));
             usage.add(&u);
+            per_thread.push(u);
             results.push(result);
         }
         let wall = first_start
@@ -109,6 +114,7 @@ where
         let run = GangRun {
             wall,
             usage,
+            per_thread,
             results,
         };
         Ok((run, beside))
@@ -198,6 +204,24 @@ mod tests {
         // (No bound on `run.wall`: when the gang's thread starts against
         // the sleeps is the scheduler's choice.)
         assert!(run.usage.voluntary_switches < 5, "{:?}", run.usage);
+    }
+
+    #[test]
+    fn each_threads_own_counts_are_kept_and_sum_to_the_gang_usage() {
+        // Thread 1 sleeps five times (voluntary switches); thread 0 does not.
+        let run = gang(2, |i| {
+            if i == 1 {
+                for _ in 0..5 {
+                    thread::sleep(Duration::from_millis(1));
+                }
+            }
+        })
+        .unwrap();
+        assert_eq!(run.per_thread.len(), 2);
+        assert!(run.per_thread[1].voluntary_switches >= 5);
+        let mut sum = Usage::default();
+        run.per_thread.iter().for_each(|u| sum.add(u));
+        assert_eq!(sum, run.usage);
     }
 
     #[test]

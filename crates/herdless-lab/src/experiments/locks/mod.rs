@@ -127,6 +127,14 @@ fn throughput_metrics(section: Section<throughput::Params>) -> Section<throughpu
     section
         .metric(Metric::higher("ops_per_s", "acquisitions/s"))
         .metric(Metric::higher("slowest_share", "slowest thread / mean"))
+        .metric(Metric::higher(
+            "slowest_cpu_share",
+            "the slowest thread's CPU time / mean",
+        ))
+        .metric(Metric::lower(
+            "slowest_sleeps_share",
+            "the slowest thread's sleeps / mean",
+        ))
         .metric(Metric::lower(
             "cpu_ns_per_op",
             "ns of thread CPU time per op",

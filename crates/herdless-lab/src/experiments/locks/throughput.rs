@@ -119,10 +119,37 @@ impl Workload for Throughput {
         let seconds = interval.as_secs_f64();
         let kops = total as f64 / 1e3;
         let mean = total as f64 / p.threads as f64;
-        let slowest = counts.iter().copied().min().unwrap_or(0) as f64;
+        let (slowest_at, slowest) = counts
+            .iter()
+            .copied()
+            .enumerate()
+            .min_by_key(|&(_, count)| count)
+            .unwrap_or((0, 0));
+        let slowest = slowest as f64;
+        // What the slowest thread did instead: its CPU time and its sleeps
+        // against the threads' mean (less CPU: it slept or waited for a
+        // CPU; as much CPU for fewer acquisitions: it spun in vain).
+        let threads = p.threads as f64;
+        let own = run.per_thread.get(slowest_at).copied().unwrap_or_default();
+        let relative = |own: u64, all: u64| {
+            let mean = all as f64 / threads;
+            if mean > 0.0 {
+                own as f64 / mean
+            } else {
+                1.0
+            }
+        };
         let mut sample = Sample::new()
             .with("ops_per_s", total as f64 / seconds)
             .with("slowest_share", slowest / mean)
+            .with(
+                "slowest_cpu_share",
+                relative(own.cpu_micros, run.usage.cpu_micros),
+            )
+            .with(
+                "slowest_sleeps_share",
+                relative(own.voluntary_switches, run.usage.voluntary_switches),
+            )
             .with(
                 "cpu_ns_per_op",
                 run.usage.cpu_micros as f64 * 1e3 / total as f64,
