@@ -275,4 +275,31 @@ mod tests {
         assert_eq!(count(true), budget.pause_rounds + budget.yields);
         assert_eq!(count(false), budget.pause_rounds);
     }
+
+    #[test]
+    fn a_woken_thread_spins_its_ask_rounds_before_it_asks() {
+        for cpus in [2, 16] {
+            let mut budget = SpinBudget::for_cpus(cpus);
+            let count = |budget: &SpinBudget, will_ask| {
+                let mut spin = SpinWait::new();
+                std::iter::from_fn(|| spin.spin(budget, false, will_ask).then_some(())).count()
+                    as u32
+            };
+            assert_eq!(
+                count(&budget, true),
+                count(&budget, false),
+                "by default a woken thread spins the whole budget before it asks"
+            );
+            budget.apply("askpause=2,rarecount=0");
+            assert_eq!(count(&budget, true), 2);
+            assert_eq!(count(&budget, false), budget.pause_rounds);
+            assert!(!budget.rare_counts);
+            budget.apply("askpause=99");
+            assert_eq!(
+                count(&budget, true),
+                budget.pause_rounds,
+                "never past the budget"
+            );
+        }
+    }
 }
