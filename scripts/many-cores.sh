@@ -32,7 +32,11 @@
 #   counters off: <exp>-<text>.json (it needs userfaultfd: run as root;
 #   where it is refused, each cell records the error).
 # The run names the machine (cores, CPU model, kernel) in every table and
-# file.
+# file. On a lent machine that sends back only a few files, write OUT
+# outside its return folder and pack it there afterwards (stop 36's device
+# command: `... run DIR /tmp/res > $OUT/log.txt 2>&1; tar czf
+# $OUT/res.tgz -C /tmp/res .`), and bound the run with `timeout` so the
+# packing happens: the lab's tables are in the log either way.
 # Afterwards, on any machine with the repository:
 #   cargo run --release -p herdless-lab -- render OUT/locks-nostats.json --report report/
 #   cargo run --release -p herdless-lab -- summary OUT/locks-nostats.json
