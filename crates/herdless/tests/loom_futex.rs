@@ -139,8 +139,9 @@ fn timeout_racing_requeue_finds_the_moved_record() {
     }
 }
 
-/// Condvar broadcast with the requeue: a waiter and a notifier under the
-/// mutex; the waiter always returns holding the mutex.
+/// Condvar broadcast with the requeue: waiters and a notifier under the
+/// mutex (a held mutex: the waiters are moved onto it, the two-CPU rule of
+/// `condvar/cascade.rs`, which loom follows); each returns holding it.
 #[test]
 fn condvar_notify_all_requeue_never_strands_a_waiter() {
     model(2, || {
@@ -373,10 +374,12 @@ fn timed_lock_racing_the_unlock_strands_nobody() {
     });
 }
 
-/// `notify_all` after the unlock, with two waiters: the mutex is free, so
-/// one waiter is woken and the other moved onto the mutex, which must then
-/// read PARKED so that the woken one's unlock wakes it (a loom deadlock
-/// otherwise).
+/// `notify_all` after the unlock, with two waiters. Where the mutex is
+/// free, `notify_all` cascades (`condvar/cascade.rs`: under loom the
+/// two-CPU rule with a fan-out of 1, a chain of wakes through a batch key);
+/// where a waiter not yet asleep holds it, both are moved onto it, which
+/// must then read PARKED so that the holder's unlock wakes them (a loom
+/// deadlock otherwise). Either way nobody is left queued.
 #[test]
 fn notify_all_after_the_unlock_moves_waiters_onto_a_free_mutex_safely() {
     model(2, || {

@@ -101,6 +101,49 @@ fn condvar_broadcast_wakes_every_waiter_every_round() {
     }
 }
 
+/// The same with the broadcast after the unlock, when the mutex is free
+/// (on two CPUs the wake cascade, not the requeue chain, `condvar/cascade.rs`):
+/// every waiter is woken, exactly once per round, and the count returned
+/// is every waiter.
+#[test]
+fn condvar_broadcast_after_the_unlock_wakes_every_waiter_and_counts_them() {
+    let waiters = 12;
+    let rounds = 300;
+    let state = Arc::new((Mutex::new((0u32, 0usize)), Condvar::new(), Condvar::new()));
+    let handles: Vec<_> = (0..waiters)
+        .map(|_| {
+            let state = state.clone();
+            thread::spawn(move || {
+                let (m, go, parked) = &*state;
+                for round in 1..=rounds {
+                    let mut g = m.lock();
+                    g.1 += 1;
+                    parked.notify_one();
+                    while g.0 < round {
+                        go.wait(&mut g);
+                    }
+                }
+            })
+        })
+        .collect();
+    let (m, go, parked) = &*state;
+    for round in 1..=rounds {
+        let mut g = m.lock();
+        while g.1 < waiters {
+            parked.wait(&mut g);
+        }
+        g.1 = 0;
+        g.0 = round;
+        // Every waiter is inside `wait`: it counted itself under the lock,
+        // which only `wait` gave back.
+        drop(g);
+        assert_eq!(go.notify_all(), waiters, "round {round}");
+    }
+    for h in handles {
+        h.join().unwrap();
+    }
+}
+
 #[test]
 fn condvar_notify_one_wakes_a_waiter() {
     let pair = Arc::new((Mutex::new(false), Condvar::new()));

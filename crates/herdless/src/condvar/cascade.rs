@@ -17,37 +17,77 @@
 //! the batch leaves it (it was notified: it returns as such); the others
 //! are still woken, since every woken waiter wakes on while any remain.
 //!
-//! On two CPUs the requeue chain stays (64 runnable waiters would only
-//! fight over two CPUs); `HERDLESS_CONDVAR_FANOUT` overrides the choice
-//! (0: requeue).
+//! On two CPUs a `notify_all` under the lock keeps the requeue chain: the
+//! waiters need the mutex its caller holds, and woken at once they would
+//! only sleep again on it (fan-out 8 there: 1,784 µs against 840 for 64
+//! waiters, 1.84 futex wakes per waiter). A `notify_all` that finds the
+//! mutex free (after the unlock) cascades, with a fan-out of 8: measured on
+//! 2 cores (stop 36, the lab's `notify_all` table, two interleaved rounds),
+//! the last of 64 waiters held the mutex after 378 µs, against 945–1,081
+//! µs with the chain and std's 268–382 (fan-out 4, 16 and 64: 391–518).
+//! Which way it goes is read under the bucket locks, where the condvar
+//! knows its mutex; the loom models check both ways and the choice (under
+//! loom the two-CPU rule applies, with a fan-out of 1).
+//!
+//! `HERDLESS_CONDVAR_FANOUT=N` sets the fan-out of every `notify_all`
+//! (held mutex or free); 0 turns the cascade off (the requeue chain
+//! always).
 
 use crate::sync::{AtomicUsize, Ordering};
 
-/// Waiters a woken batch member wakes in turn (0: no cascade, requeue).
-/// Under loom: 1, so the models check the cascade (a chain is its
-/// smallest form).
-#[cfg(loom)]
-pub(super) fn fan_out() -> usize {
-    1
+/// How `notify_all` wakes: the fan-out of its cascades (0: it never
+/// cascades, the requeue chain always), and whether it cascades when the
+/// mutex is held too (else only when it finds the mutex free).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct FanOut {
+    /// Waiters the notifier, and then each woken batch member, wakes.
+    pub(super) width: usize,
+    /// Whether a `notify_all` under a held mutex cascades too.
+    pub(super) when_held: bool,
 }
 
-/// Waiters a woken batch member wakes in turn (0: no cascade, requeue).
+impl FanOut {
+    /// The choice for `cpus` CPUs, or `HERDLESS_CONDVAR_FANOUT`'s value.
+    fn choose(cpus: usize, forced: Option<usize>) -> FanOut {
+        match forced {
+            Some(width) => FanOut {
+                width,
+                when_held: true,
+            },
+            None if cpus > 2 => FanOut {
+                width: 4,
+                when_held: true,
+            },
+            None => FanOut {
+                width: 8,
+                when_held: false,
+            },
+        }
+    }
+}
+
+/// How this process's `notify_all`s wake (module docs). Under loom: the
+/// two-CPU choice with a fan-out of 1 (a chain is a cascade's smallest
+/// form), so the models check both ways and the choice between them: the
+/// requeue onto a held mutex, and the cascade when the mutex is free.
+#[cfg(loom)]
+pub(super) fn fan_out() -> FanOut {
+    FanOut {
+        width: 1,
+        when_held: false,
+    }
+}
+
+/// How this process's `notify_all`s wake (module docs).
 #[cfg(not(loom))]
-pub(super) fn fan_out() -> usize {
-    static FAN_OUT: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+pub(super) fn fan_out() -> FanOut {
+    static FAN_OUT: std::sync::OnceLock<FanOut> = std::sync::OnceLock::new();
     *FAN_OUT.get_or_init(|| {
-        if let Some(n) = std::env::var("HERDLESS_CONDVAR_FANOUT")
+        let forced = std::env::var("HERDLESS_CONDVAR_FANOUT")
             .ok()
-            .and_then(|v| v.trim().parse().ok())
-        {
-            return n;
-        }
+            .and_then(|v| v.trim().parse().ok());
         let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
-        if cpus > 2 {
-            4
-        } else {
-            0
-        }
+        FanOut::choose(cpus, forced)
     })
 }
 
@@ -67,4 +107,19 @@ pub(super) fn batch_key() -> usize {
 /// Whether `key` is a batch key (futex words are 4-aligned).
 pub(super) fn is_batch(key: usize) -> bool {
     key & 1 == 1
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn two_cpus_cascade_only_to_a_free_mutex_and_more_cpus_always() {
+        let two = FanOut::choose(2, None);
+        assert!(two.width > 0 && !two.when_held);
+        let many = FanOut::choose(16, None);
+        assert!(many.width > 0 && many.when_held);
+        assert_eq!(FanOut::choose(2, Some(0)).width, 0, "0 turns it off");
+        assert!(FanOut::choose(2, Some(3)).when_held);
+    }
 }

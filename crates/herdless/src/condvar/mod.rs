@@ -21,9 +21,11 @@
 //!   (typically by the notifier) it is *moved* onto the mutex instead
 //!   ("wait morphing"), to be woken by the unlock it would otherwise sleep
 //!   on right after waking.
-//! - `notify_all` moves every waiter onto the mutex when it is held, and
-//!   otherwise wakes one and moves the rest. Either way each waiter is woken
-//!   once, by an unlock, and only when the mutex is free for it.
+//! - `notify_all` wakes every waiter once. On many CPUs, and on two when
+//!   the mutex is free, it moves them to a batch and wakes them in a
+//!   cascade, each woken waiter waking the next few (`cascade.rs`); on two
+//!   CPUs with the mutex held it moves them all onto the mutex, whose
+//!   unlocks wake them one by one, each when the mutex is free for it.
 //!
 //! `state` holds the address of the mutex word the queued waiters use,
 //! `NO_WAITERS` when none is queued, or `MIXED`. It is written only
@@ -276,7 +278,7 @@ impl RawCondvar {
                 if cascade::is_batch(woken_on) {
                     // Woken off a notify_all's batch: wake the next ones
                     // before anything else (see `cascade`).
-                    FutexTable::global().unpark(woken_on, cascade::fan_out());
+                    FutexTable::global().unpark(woken_on, cascade::fan_out().width);
                 }
                 // Moved onto the mutex, then handed it by its unlock: it
                 // is ours already. Woken off the mutex word without it: the
@@ -371,12 +373,17 @@ impl RawCondvar {
     /// Notifies up to `n` waiters (1 or all).
     #[cold]
     fn notify(&self, n: usize) -> usize {
-        if n == usize::MAX && cascade::fan_out() > 0 {
+        let fan_out = cascade::fan_out();
+        let all = n == usize::MAX && fan_out.width > 0;
+        if all && fan_out.when_held {
             return self.notify_all_cascade();
         }
         let table = FutexTable::global();
         let key = self.key();
         loop {
+            // Set when a `notify_all` finds the mutex free and cascades
+            // instead (`cascade`; the requeue below then moves nobody).
+            let mut cascade_instead = false;
             // Relaxed: a guess at the target bucket, validated under the
             // locks below.
             let mutex = match self.state.load(Ordering::Relaxed) {
@@ -402,6 +409,16 @@ impl RawCondvar {
                     // the word is live while we hold the lock.
                     let word = unsafe { &*(mutex as *const AtomicU32) };
                     let held = RawMutex::mark_parked_if_locked(word);
+                    if all && !held {
+                        // Free: a cascade gets them running sooner than a
+                        // chain (`cascade`). Nothing is marked: a free
+                        // mutex's word was left as it was.
+                        cascade_instead = true;
+                        return Some(RequeueOp {
+                            wake: 0,
+                            requeue: 0,
+                        });
+                    }
                     // A held mutex: move them all; its holder's unlock wakes
                     // the first. A free one: wake one, it starts the chain.
                     let wake = usize::from(!held);
@@ -423,6 +440,9 @@ impl RawCondvar {
                     }
                 },
             );
+            if cascade_instead {
+                return self.notify_all_cascade();
+            }
             if let Some(done) = done {
                 return done.woken + done.requeued;
             }
@@ -456,7 +476,7 @@ impl RawCondvar {
         );
         let moved = done.map_or(0, |done| done.requeued);
         if moved > 0 {
-            table.unpark(batch, cascade::fan_out());
+            table.unpark(batch, cascade::fan_out().width);
         }
         moved
     }
