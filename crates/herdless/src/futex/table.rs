@@ -72,7 +72,9 @@ pub struct FutexStats {
     /// still held the expected value, and Condvar notifications that found
     /// a waiter (each wakes it, or moves it onto the mutex it will need).
     /// Each took the bucket locks once. Their woken threads are in
-    /// `wakeups`, their moved ones in `requeued`.
+    /// `wakeups`, their moved ones in `requeued`. A `notify_all` that finds
+    /// its mutex free on two CPUs counts two: its look at the mutex (which
+    /// moves nobody), then the move of its wake cascade.
     pub requeues: u64,
     /// Waiters moved by requeues.
     pub requeued: u64,
