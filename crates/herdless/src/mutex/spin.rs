@@ -15,6 +15,8 @@
 use std::sync::OnceLock;
 use std::time::Duration;
 
+use crate::util::tuning_text::pairs;
+
 /// The spin budget of one acquisition.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) struct SpinBudget {
@@ -145,14 +147,8 @@ impl SpinBudget {
     }
 
     fn apply(&mut self, text: &str) {
-        for pair in text.split(',') {
-            let Some((name, value)) = pair.split_once('=') else {
-                continue;
-            };
-            let Ok(value) = value.trim().parse::<u32>() else {
-                continue;
-            };
-            match name.trim() {
+        for (name, value) in pairs(text) {
+            match name {
                 "pause" => self.pause_rounds = value.min(16),
                 "yield" => self.yields = value,
                 "past" => self.spin_past_sleepers = value != 0,

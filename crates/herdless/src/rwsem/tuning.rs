@@ -7,6 +7,7 @@ use std::sync::OnceLock;
 use std::time::Duration;
 
 use super::raw::HANDOFF_AFTER;
+use crate::util::tuning_text::pairs;
 
 /// The spin and hand-off settings of every `AtomicCount` semaphore in the
 /// process.
@@ -56,14 +57,8 @@ impl RwSemTuning {
     }
 
     fn apply(&mut self, text: &str) {
-        for pair in text.split(',') {
-            let Some((name, value)) = pair.split_once('=') else {
-                continue;
-            };
-            let Ok(value) = value.trim().parse::<u32>() else {
-                continue;
-            };
-            match name.trim() {
+        for (name, value) in pairs(text) {
+            match name {
                 "spin" => self.spin_rounds = value.min(64),
                 // At least 1 µs: a zero timer would make a waiter that
                 // re-arms it never sleep.
