@@ -67,46 +67,28 @@ fn try_lock_fails_while_held_and_succeeds_after() {
 /// condition, one broadcast releases them all; repeated many times.
 #[test]
 fn condvar_broadcast_wakes_every_waiter_every_round() {
-    let waiters = 12;
-    let rounds = 300;
-    let state = Arc::new((Mutex::new((0u32, 0usize)), Condvar::new(), Condvar::new()));
-    let handles: Vec<_> = (0..waiters)
-        .map(|_| {
-            let state = state.clone();
-            thread::spawn(move || {
-                let (m, go, parked) = &*state;
-                for round in 1..=rounds {
-                    let mut g = m.lock();
-                    g.1 += 1;
-                    parked.notify_one();
-                    while g.0 < round {
-                        go.wait(&mut g);
-                    }
-                }
-            })
-        })
-        .collect();
-    let (m, go, parked) = &*state;
-    for round in 1..=rounds {
-        let mut g = m.lock();
-        while g.1 < waiters {
-            parked.wait(&mut g);
-        }
-        g.1 = 0;
-        g.0 = round;
-        go.notify_all();
-    }
-    for h in handles {
-        h.join().unwrap();
-    }
+    broadcast_rounds(Notify::HoldingTheLock);
 }
 
 /// The same with the broadcast after the unlock, when the mutex is free
-/// (on two CPUs the wake cascade, not the requeue chain, `condvar/cascade.rs`):
-/// every waiter is woken, exactly once per round, and the count returned
-/// is every waiter.
+/// (on two CPUs the wake cascade, not the requeue chain, `condvar/cascade.rs`).
 #[test]
 fn condvar_broadcast_after_the_unlock_wakes_every_waiter_and_counts_them() {
+    broadcast_rounds(Notify::AfterTheUnlock);
+}
+
+/// Where the broadcaster calls `notify_all`.
+#[derive(Clone, Copy, PartialEq)]
+enum Notify {
+    HoldingTheLock,
+    AfterTheUnlock,
+}
+
+/// 12 waiters, 300 rounds: each round every waiter counts itself and
+/// waits; the broadcaster waits for all of them, advances the round and
+/// broadcasts (`notify`). Every waiter is woken every round, and the count
+/// `notify_all` returns is every waiter.
+fn broadcast_rounds(notify: Notify) {
     let waiters = 12;
     let rounds = 300;
     let state = Arc::new((Mutex::new((0u32, 0usize)), Condvar::new(), Condvar::new()));
@@ -136,8 +118,10 @@ fn condvar_broadcast_after_the_unlock_wakes_every_waiter_and_counts_them() {
         g.0 = round;
         // Every waiter is inside `wait`: it counted itself under the lock,
         // which only `wait` gave back.
-        drop(g);
+        // Kept across the broadcast, or dropped here (unlocked) before it.
+        let guard = (notify == Notify::HoldingTheLock).then_some(g);
         assert_eq!(go.notify_all(), waiters, "round {round}");
+        drop(guard);
     }
     for h in handles {
         h.join().unwrap();
