@@ -1,6 +1,7 @@
 //! What the test (or the lab) changes while the server runs, and what the
 //! server counts: the latency added to every request, range GETs answered
-//! with a failure, range GETs held until released, and every range GET
+//! with a failure, range GETs (or every request of an object) held until
+//! released, and every range GET
 //! served, by object and first byte.
 
 use std::collections::HashMap;
@@ -12,6 +13,10 @@ use tokio::sync::Semaphore;
 
 /// One range GET: the object's key (`bucket/key`) and its first byte.
 pub type RangeKey = (String, u64);
+
+/// The "first byte" that holds every request of an object (`HEAD`, a
+/// whole or a range GET) in [`Control::hold`].
+pub(crate) const EVERY_REQUEST: u64 = u64::MAX;
 
 /// Where a request waits before it is served.
 #[derive(Default)]
@@ -93,11 +98,19 @@ impl Control {
 
     /// Counts a request; for a range GET (`range` given) also counts the
     /// range and returns the gate it must pass, if it is held.
-    pub(crate) fn arrive(&self, range: Option<&RangeKey>) -> Option<Arc<Semaphore>> {
+    pub(crate) fn arrive(
+        &self,
+        object: Option<&str>,
+        range: Option<&RangeKey>,
+    ) -> Option<Arc<Semaphore>> {
         self.requests.fetch_add(1, Relaxed);
-        let range = range?;
+        let held = lock(&self.held);
+        let every = object.and_then(|o| held.get(&(o.to_string(), EVERY_REQUEST)).cloned());
+        let Some(range) = range else {
+            return every;
+        };
         *lock(&self.gets).entry(range.clone()).or_insert(0) += 1;
-        lock(&self.held).get(range).cloned()
+        held.get(range).cloned().or(every)
     }
 
     /// Whether a range GET of `object` is to fail.

@@ -251,6 +251,32 @@ impl S3Server {
         self.control.release(&(format!("{bucket}/{key}"), first));
     }
 
+    /// Holds every request of `bucket/key` (its `HEAD`, whole and range
+    /// GETs) until [`release_requests`](Self::release_requests).
+    ///
+    /// ```
+    /// # let dir = std::env::temp_dir().join(format!("s3d-hold-doc-{}", std::process::id()));
+    /// # std::fs::create_dir_all(&dir)?;
+    /// let server = herdless_s3d::S3Server::start(&dir, herdless_s3d::Credentials::new("AK", "SK"))?;
+    /// server.hold_requests("snaps", "vm.mem");
+    /// // ... a client's HEAD of s3://snaps/vm.mem now waits ...
+    /// server.release_requests("snaps", "vm.mem");
+    /// # drop(server);
+    /// # std::fs::remove_dir_all(&dir)?;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn hold_requests(&self, bucket: &str, key: &str) {
+        self.control
+            .hold((format!("{bucket}/{key}"), control::EVERY_REQUEST));
+    }
+
+    /// Lets the requests held by [`hold_requests`](Self::hold_requests)
+    /// go on, and later ones through.
+    pub fn release_requests(&self, bucket: &str, key: &str) {
+        self.control
+            .release(&(format!("{bucket}/{key}"), control::EVERY_REQUEST));
+    }
+
     /// Range GETs that arrived for `bucket/key`: first byte → count.
     pub fn gets_of(&self, bucket: &str, key: &str) -> HashMap<u64, u64> {
         let object = format!("{bucket}/{key}");

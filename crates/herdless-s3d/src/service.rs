@@ -60,7 +60,7 @@ impl hyper::service::Service<Request<Incoming>> for Controlled {
         };
         let this = self.clone();
         Box::pin(async move {
-            let gate = this.control.arrive(range.as_ref());
+            let gate = this.control.arrive(object.as_deref(), range.as_ref());
             let latency = this.control.latency();
             // The added round trip is the time to the first byte: the
             // answer is worked out meanwhile, as a remote store works out
