@@ -169,6 +169,41 @@ fn record_then_prefetch_through_s3_reads_the_working_set_from_its_pack_only() {
 }
 
 #[test]
+fn the_pack_is_fetched_while_the_memory_is_still_being_opened() {
+    let Some((w, data)) = recorded("overlap", 7) else {
+        return;
+    };
+    let Some(mem) = guest_memory(&[LEN]) else {
+        return;
+    };
+    w.server.reset_counts();
+    // The memory's HEAD waits: a handler that opened the memory, the
+    // trace and the pack one after another would not ask for the pack
+    // before it is answered.
+    w.server.hold_requests("snaps", "vm.mem");
+    let stats = path(&w.dir, "stats.json");
+    let handler = std::thread::scope(|s| {
+        let starting = s.spawn(|| prefetch(&w, "sock", &stats, &[]));
+        wait_until("the pack's header and parts are asked for", || {
+            w.server
+                .gets_of("snaps", "ws.trace.pages")
+                .get(&0)
+                .is_some_and(|&n| n >= 2)
+        });
+        assert!(
+            !starting.is_finished(),
+            "the handler listened before the memory was opened"
+        );
+        w.server.release_requests("snaps", "vm.mem");
+        starting.join().unwrap()
+    });
+    let (j, _) = restore_and_check(&mem, handler, &data, &stats);
+    assert_eq!(j["pack"]["used"], true, "{j}");
+    assert_eq!(j["pack"]["parts_bad"].as_u64(), Some(0), "{j}");
+    assert!(j["set_up_for_s"].as_f64().is_some_and(|s| s > 0.0), "{j}");
+}
+
+#[test]
 fn a_pack_of_another_snapshot_of_the_same_size_is_refused_and_the_restore_serves_the_new_one() {
     let Some((w, _)) = recorded("another", 1) else {
         return;

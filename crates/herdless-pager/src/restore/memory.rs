@@ -67,6 +67,26 @@ impl MemorySource {
             })
     }
 
+    /// Opens the file or object at `path` as [`open_at`](Self::open_at)
+    /// does, with its first `first` bytes where they come in the same
+    /// round trip: an object's, read by the GET that replaces its `HEAD`
+    /// (`ObjectSource::open_reading_first`); a file's are not read (empty).
+    pub(crate) fn open_reading_first(
+        path: &Path,
+        opts: &RestoreOptions,
+        first: u64,
+    ) -> Result<(Self, Vec<u8>), RestoreError> {
+        #[cfg(feature = "object-store")]
+        if is_url(path) {
+            let url = path.to_string_lossy();
+            let (source, start) =
+                crate::object::ObjectSource::open_reading_first(&url, &opts.object, first)?;
+            return Ok((MemorySource::Object(source), start.to_vec()));
+        }
+        let _ = first;
+        Ok((Self::open_at(path, opts)?, Vec::new()))
+    }
+
     /// How `path`, opened as this source, is named in messages (an object
     /// URL without credentials).
     pub(crate) fn shown(&self, path: &Path) -> String {

@@ -4,8 +4,10 @@
 //!
 //! [`Restore::bind`] checks the options and the output paths
 //! (`output.rs`: never one of the inputs, written only at the end, beside
-//! the target and renamed over it), opens the memory file (and the traces
-//! to read) and creates the socket (`socket_file.rs`: removed when the
+//! the target and renamed over it), opens the memory file, the prefetch
+//! trace and its pack at the same time (from an object store each costs a
+//! round trip: made together, the handler listens one round trip after it
+//! starts) and creates the socket (`socket_file.rs`: removed when the
 //! restore ends, if still the one created); then
 //! [`Restore::run`] accepts the VMM's connection, receives its message
 //! (`handoff.rs`), checks the mappings against the memory file
@@ -142,6 +144,12 @@ impl Log {
 pub struct Restore {
     opts: RestoreOptions,
     listener: UnixListener,
+    /// From `bind` until listening (the summary's `set_up_for`).
+    set_up_for: std::time::Duration,
+    /// When the socket started listening.
+    listening_since: std::time::Instant,
+    /// From listening until the handoff message arrived (set by `run`).
+    handed_off_after: std::time::Duration,
     /// Removes the socket file when the restore is dropped.
     _socket_file: SocketFile,
     /// `SIGINT`/`SIGTERM`, with `stop_on_signals`.
@@ -208,6 +216,7 @@ impl Restore {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn bind(opts: RestoreOptions) -> Result<Self, RestoreError> {
+        let bind_started = std::time::Instant::now();
         let page = rustix::param::page_size();
         let usage = |e: PagerError| RestoreError::Usage(e.to_string());
         config::check_window(opts.fault_around, page).map_err(usage)?;
@@ -224,13 +233,29 @@ impl Restore {
         let targets = Self::check_outputs(&opts)?;
         // From here on a signal ends the restore through its exits.
         let signals = opts.stop_on_signals.then(Signals::block).transpose()?;
-        let source = MemorySource::open(&opts)?;
+        // The memory, the prefetch trace and the trace's pack are read
+        // at the same time: from an object store each costs round trips
+        // (the memory's HEAD; the trace's GET; the pack's HEAD and its
+        // header's GET, after which its parts are being fetched), so that
+        // the handler listens after the slowest of them, not their sum.
+        let (source, trace, started_pack) = std::thread::scope(|s| {
+            let trace = s.spawn(|| {
+                let path = opts.prefetch.as_ref()?;
+                Some(memory::read_trace(path, &opts))
+            });
+            let started_pack = s.spawn(|| match &opts.prefetch {
+                Some(path) if opts.pack => Some(pack::StartedPack::start(path, &opts)),
+                _ => None,
+            });
+            let source = MemorySource::open(&opts);
+            (source, joined(trace), joined(started_pack))
+        });
+        let source = source?;
         let file_len = source.len();
         // A trace must come from this memory file (a prefetch trace and a
         // populate trace alike); its page sizes need not be the restore's
         // (`trace.rs`: served by bytes).
-        let checked = |path: &PathBuf| -> Result<Trace, RestoreError> {
-            let t = memory::read_trace(path, &opts)?;
+        let same_memory = |path: &PathBuf, t: Trace| -> Result<Trace, RestoreError> {
             if t.file_len != file_len {
                 return Err(RestoreError::Trace {
                     path: path.clone(),
@@ -243,7 +268,11 @@ impl Restore {
             }
             Ok(t)
         };
-        let trace = opts.prefetch.as_ref().map(checked).transpose()?;
+        let checked = |path: &PathBuf| same_memory(path, memory::read_trace(path, &opts)?);
+        let trace = match (trace, &opts.prefetch) {
+            (Some(t), Some(path)) => Some(same_memory(path, t?)?),
+            _ => None,
+        };
         let populate_trace = match &opts.populate {
             Populate::Trace(path) => Some(checked(path)?),
             Populate::All | Populate::Nothing => None,
@@ -260,9 +289,9 @@ impl Restore {
         // The prefetch trace's pages come from its pack, if it has one
         // that matches (`pack/`): fetched from now on, instead of the
         // memory's chunks holding them.
-        let (pack, pack_figures) = match (&trace, &opts.prefetch) {
-            (Some(t), Some(path)) if opts.pack => {
-                open_pack(path, t, &source, &opts, log, signals.as_ref())?
+        let (pack, pack_figures) = match (&trace, &opts.prefetch, started_pack) {
+            (Some(t), Some(path), Some(started)) => {
+                open_pack(path, started, t, &source, log, signals.as_ref())?
             }
             _ => (None, None),
         };
@@ -285,6 +314,7 @@ impl Restore {
             ));
         }
         let (listener, socket_file) = handoff::listen(&opts.socket, opts.socket_mode)?;
+        let listening_since = std::time::Instant::now();
         if opts.record.is_some() && opts.fault_around > page {
             log.line(
                 "note: recording with fault-around on records only the pages that faulted, not \
@@ -303,6 +333,9 @@ impl Restore {
         Ok(Restore {
             opts,
             listener,
+            set_up_for: listening_since - bind_started,
+            listening_since,
+            handed_off_after: std::time::Duration::ZERO,
             _socket_file: socket_file,
             signals,
             #[cfg(feature = "object-store")]
@@ -432,6 +465,7 @@ impl Restore {
         )?;
         let (body, fd) =
             handoff::receive(&stream, self.opts.handoff_timeout, self.signals.as_ref())?;
+        self.handed_off_after = self.listening_since.elapsed();
         let mappings = mappings::parse(&body, self.file_len, rustix::param::page_size())?;
         let uffd = handoff::adopt_uffd(fd, &self.log)?;
         let source = self
@@ -449,6 +483,11 @@ impl Restore {
     }
 }
 
+/// What a scoped thread returned (its panic goes on in this thread).
+fn joined<T>(h: std::thread::ScopedJoinHandle<'_, T>) -> T {
+    h.join().unwrap_or_else(|p| std::panic::resume_unwind(p))
+}
+
 /// Opens the pack of the prefetch trace at `path` (`pack/`), reads it
 /// ahead (an object: queues its parts) and checks it against the memory;
 /// what the summary will say of it. A pack that is absent or refused is
@@ -456,9 +495,9 @@ impl Restore {
 /// an error.
 fn open_pack(
     path: &Path,
+    started: Result<pack::StartedPack, pack::NotUsed>,
     trace: &Trace,
     memory: &MemorySource,
-    opts: &RestoreOptions,
     log: Log,
     signals: Option<&Signals>,
 ) -> Result<(Option<pack::OpenPack>, Option<pack::PackFigures>), RestoreError> {
@@ -472,7 +511,7 @@ fn open_pack(
             Some(pack::PackFigures::not_used(&pack::path_for(path), why)),
         ))
     };
-    let mut opened = match pack::OpenPack::open(path, trace, opts) {
+    let mut opened = match started.and_then(|p| p.for_trace(trace)) {
         Ok(p) => p,
         Err(pack::NotUsed::Absent(why)) => return not_used(why, false),
         Err(pack::NotUsed::Refused(why)) => return not_used(why, true),

@@ -232,6 +232,8 @@ pub(super) fn serve(
         stats,
         ending,
         served_for: started.elapsed(),
+        set_up_for: restore.set_up_for,
+        handed_off_after: restore.handed_off_after,
         trace_pages,
         trace_unmapped,
         recorded_pages,

@@ -93,6 +93,16 @@ pub struct RestoreSummary {
     pub ending: Ending,
     /// From the handoff to the end.
     pub served_for: Duration,
+    /// From the start of [`Restore::bind`](super::Restore::bind) until it
+    /// listened: opening the memory and the traces (from an object store,
+    /// their round trips, made at once) and reading ahead (a file's pages;
+    /// an object's chunks only start to come).
+    pub set_up_for: Duration,
+    /// From listening until the VMM's handoff message arrived: the VMM's
+    /// own start-up (a Firecracker: its process, its API, the snapshot's
+    /// state loaded and guest memory made), during which an object's
+    /// chunks were already being fetched.
+    pub handed_off_after: Duration,
     /// Pages of the prefetch trace (0 without `--prefetch`).
     pub trace_pages: u64,
     /// Of those, pages no mapping holds (a trace of another layout).
@@ -242,7 +252,8 @@ impl RestoreSummary {
         format!(
             "herdless-uffd: {} faults served, {} pages copied ({:.1} MiB; {} on demand, {} \
              fault-around, {} prefetched), {} zeroed, {} discarded, {} poisoned; fault latency \
-             p50 {}us p99 {}us; {}{}{} errors; {} after {:.1} s",
+             p50 {}us p99 {}us; {}{}set up in {:.1} ms, handed off {:.1} ms later; {} errors; \
+             {} after {:.1} s",
             s.faults,
             self.pages_copied(),
             self.bytes_copied() as f64 / f64::from(1 << 20),
@@ -256,6 +267,8 @@ impl RestoreSummary {
             us(s.latency.p99),
             object,
             pack,
+            self.set_up_for.as_secs_f64() * 1e3,
+            self.handed_off_after.as_secs_f64() * 1e3,
             self.errors.len(),
             self.ending,
             self.served_for.as_secs_f64()
@@ -295,6 +308,8 @@ impl RestoreSummary {
         json!({
             "ending": self.ending.to_string(),
             "served_for_s": self.served_for.as_secs_f64(),
+            "set_up_for_s": self.set_up_for.as_secs_f64(),
+            "handed_off_after_s": self.handed_off_after.as_secs_f64(),
             "page_size": self.page_sizes.first().copied().unwrap_or(0),
             "page_sizes": self.page_sizes,
             "faults": s.faults,

@@ -100,17 +100,26 @@ pub(crate) struct OpenPack {
     pub(crate) bound_by: &'static str,
 }
 
-impl OpenPack {
-    /// Opens the pack beside `trace_path` and checks it against `trace`
-    /// (module doc, 1 and 2); [`bind_to`](Self::bind_to) checks it against
-    /// the memory once it is being read ahead.
-    pub(crate) fn open(
-        trace_path: &Path,
-        trace: &Trace,
-        opts: &RestoreOptions,
-    ) -> Result<OpenPack, NotUsed> {
+/// A pack whose header is read and checked against its own length
+/// (module doc, 1), not yet against the trace: what can be done before
+/// the trace is read, at the same time as reading it (an object store's
+/// round trips overlap). An object's data chunks are already being
+/// fetched; nothing of them is served before every check has passed.
+pub(crate) struct StartedPack {
+    bytes: MemorySource,
+    header: PackHeader,
+    shown: String,
+}
+
+impl StartedPack {
+    /// Opens the pack beside `trace_path` and reads its header (an
+    /// object: one GET of its first block, which tells its size and ETag
+    /// as a `HEAD` would), and, from an object, starts fetching its data
+    /// in order.
+    pub(crate) fn start(trace_path: &Path, opts: &RestoreOptions) -> Result<StartedPack, NotUsed> {
         let path = path_for(trace_path);
-        let bytes = MemorySource::open_at(&path, opts).map_err(|e| {
+        let opened = MemorySource::open_reading_first(&path, opts, HEADER_BLOCK);
+        let (bytes, start) = opened.map_err(|e| {
             let (absent, why) = open_failure(&e);
             if absent {
                 NotUsed::Absent(format!("no pack {} beside the trace", path.display()))
@@ -121,10 +130,14 @@ impl OpenPack {
         let shown = bytes.shown(&path);
         let refuse = |why: String| NotUsed::Refused(format!("the pack {shown}: {why}"));
         let len = bytes.len();
-        let mut first = vec![0u8; len.min(HEADER_BLOCK) as usize];
-        bytes
-            .read_at(0, &mut first)
-            .map_err(|e| refuse(format!("cannot read its header: {e}")))?;
+        let want = len.min(HEADER_BLOCK) as usize;
+        let mut first = start;
+        if first.len() != want {
+            first = vec![0u8; want];
+            bytes
+                .read_at(0, &mut first)
+                .map_err(|e| refuse(format!("cannot read its header: {e}")))?;
+        }
         let header_len = PackHeader::header_len_of(&first).map_err(&refuse)?;
         let mut block = first;
         if header_len > block.len() as u64 && header_len <= len {
@@ -145,17 +158,39 @@ impl OpenPack {
                 header.header_len, header.data_len
             )));
         }
-        header.matches(trace).map_err(&refuse)?;
-        Ok(OpenPack {
+        // An object's parts start coming now, while the trace is read
+        // (queueing returns at once; a file is read ahead later, where a
+        // signal can stop it).
+        #[cfg(feature = "object-store")]
+        if let Some(o) = bytes.object() {
+            o.prefetch([(header.header_len, header.data_len)]);
+        }
+        Ok(StartedPack {
             bytes,
             header,
-            trace: trace.clone(),
-            counters: Arc::default(),
             shown,
-            bound_by: "",
         })
     }
 
+    /// Check 2 of the module doc: the pack was packed from `trace`.
+    pub(crate) fn for_trace(self, trace: &Trace) -> Result<OpenPack, NotUsed> {
+        let shown = &self.shown;
+        self.header
+            .matches(trace)
+            .map_err(|why| NotUsed::Refused(format!("the pack {shown}: {why}")))?;
+        Ok(OpenPack {
+            bytes: self.bytes,
+            header: self.header,
+            trace: trace.clone(),
+            counters: Arc::default(),
+            shown: self.shown,
+            bound_by: "",
+        })
+    }
+}
+
+impl OpenPack {
+    /// The pack's bytes (to read ahead).
     /// The pack's bytes (to read ahead).
     pub(crate) fn bytes(&self) -> &MemorySource {
         &self.bytes

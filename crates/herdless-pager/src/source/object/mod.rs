@@ -192,17 +192,74 @@ impl ObjectSource {
     /// object, refused credentials, an unusable cache directory
     /// ([`ObjectError`] has an example).
     pub fn open(url: &str, opts: &ObjectOptions) -> Result<Self, ObjectError> {
+        Self::open_probing(url, opts, 0).map(|(source, _)| source)
+    }
+
+    /// Opens the object at `url` as [`open`](Self::open) does, but asks
+    /// for its size and ETag with a GET of its first `first` bytes (all of
+    /// it if it is shorter) instead of a `HEAD`, and returns those bytes:
+    /// one round trip instead of two where the caller needs the object's
+    /// start at once (a pack's header). The bytes go around the chunks and
+    /// the host cache (they are read again as part of the first chunk), so
+    /// concurrent restores still fetch each chunk once. An empty object is
+    /// an error here (no range of it can be read).
+    ///
+    /// # Examples
+    /// ```
+    /// use herdless_pager::object::{ObjectOptions, ObjectSource};
+    /// use herdless_pager::PageSource;
+    ///
+    /// let dir = std::env::temp_dir().join(format!("object-first-doc-{}", std::process::id()));
+    /// std::fs::create_dir_all(&dir)?;
+    /// let file = dir.join("vm.trace.pages");
+    /// std::fs::write(&file, b"HEADER and the rest")?;
+    /// let url = format!("file://{}", file.display());
+    /// let (src, start) = ObjectSource::open_reading_first(&url, &ObjectOptions::default(), 6)?;
+    /// assert_eq!((&start[..], src.len()), (&b"HEADER"[..], 19));
+    /// assert_eq!(src.stats().fetches, 0); // no chunk fetched yet
+    /// std::fs::remove_dir_all(&dir)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    /// As for [`open`](Self::open), and an empty object.
+    pub fn open_reading_first(
+        url: &str,
+        opts: &ObjectOptions,
+        first: u64,
+    ) -> Result<(Self, Bytes), ObjectError> {
+        Self::open_probing(url, opts, first.max(1))
+    }
+
+    /// [`open`](Self::open) (`first` = 0: a `HEAD`) or
+    /// [`open_reading_first`](Self::open_reading_first).
+    fn open_probing(
+        url: &str,
+        opts: &ObjectOptions,
+        first: u64,
+    ) -> Result<(Self, Bytes), ObjectError> {
         opts.check()?;
         let loc = Location::parse(url, &opts.timeouts())?;
         let rt = runtime(opts.fetch_threads)?;
         let handle = rt.handle().clone();
         let (store, path) = (Arc::clone(&loc.store), loc.path.clone());
-        let meta = wait_on(&handle, async move { store.head(&path).await })
-            .ok_or_else(|| ObjectError::Other {
-                url: loc.shown.clone(),
-                reason: "the fetcher stopped".into(),
-            })?
-            .map_err(|e| classify(&loc, None, e))?;
+        let (meta, start) = wait_on(&handle, async move {
+            if first == 0 {
+                return store.head(&path).await.map(|m| (m, Bytes::new()));
+            }
+            let range = object_store::GetOptions {
+                range: Some(object_store::GetRange::Bounded(0..first)),
+                ..object_store::GetOptions::default()
+            };
+            let got = store.get_opts(&path, range).await?;
+            let meta = got.meta.clone();
+            Ok((meta, got.bytes().await?))
+        })
+        .ok_or_else(|| ObjectError::Other {
+            url: loc.shown.clone(),
+            reason: "the fetcher stopped".into(),
+        })?
+        .map_err(|e| classify(&loc, None, e))?;
         let len = meta.size;
         let etag = meta.e_tag.clone();
         // What the host cache keys the chunks by: never another object's
@@ -251,13 +308,14 @@ impl ObjectSource {
             writes: write_behind::WriteBehind::new(),
         };
         let writes = core.writes.pending();
-        Ok(ObjectSource {
+        let source = ObjectSource {
             core: Arc::new(core),
             _runtime: Arc::new(OwnedRuntime {
                 runtime: Some(rt),
                 writes,
             }),
-        })
+        };
+        Ok((source, start))
     }
 
     /// The URL, without any credentials it carried.
