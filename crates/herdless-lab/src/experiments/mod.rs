@@ -10,6 +10,7 @@ pub mod fault_around;
 pub mod firecracker;
 pub mod futex_wake;
 pub mod herd;
+mod lab_s3;
 pub mod locks;
 pub mod restore;
 pub mod rwsem;

@@ -86,6 +86,7 @@ pub enum AsyncMutex {
 pub fn measure(lock: AsyncMutex, case: &Case<Params>) -> Result<Sample, LabError> {
     let p = case.params;
     let polls = Arc::new(AtomicU64::new(0));
+    let moves = Arc::new(AtomicU64::new(0));
     // One macro body for the three locks: the loop is the same code, only
     // the lock type and its acquire call differ.
     macro_rules! run {
@@ -110,6 +111,7 @@ pub fn measure(lock: AsyncMutex, case: &Case<Params>) -> Result<Sample, LabError
                         },
                         polls.clone(),
                     )
+                    .with_moves(moves.clone())
                 })
                 .collect();
             let elapsed = run_tasks(p.runtime, tasks)?;
@@ -135,5 +137,6 @@ pub fn measure(lock: AsyncMutex, case: &Case<Params>) -> Result<Sample, LabError
     Ok(Sample::new()
         .with("ops_per_s", n / elapsed.as_secs_f64())
         .with("wakeups_per_op", wakeups as f64 / n)
+        .with("moves_per_op", moves.load(Ordering::Relaxed) as f64 / n)
         .with("time_ms", elapsed.as_secs_f64() * 1e3))
 }

@@ -29,11 +29,17 @@ fn workers() -> usize {
 
 /// Counts the polls of a task: every poll after the first follows a wake
 /// (the task's own `wake_by_ref` included, as tokio's cooperative budget
-/// does), so `polls - 1` is the wakeups the task received.
+/// does), so `polls - 1` is the wakeups the task received. Optionally also
+/// its moves: polls on another thread than its previous poll (a wake that
+/// sent it to another worker, or another worker that stole it), which
+/// cost the lock's and the task's cache lines a trip between CPUs.
 pub struct Counted<F> {
     inner: Pin<Box<F>>,
     polls: u64,
     total: Arc<AtomicU64>,
+    last_thread: Option<thread::ThreadId>,
+    moves: u64,
+    moves_total: Option<Arc<AtomicU64>>,
 }
 
 impl<F> Counted<F> {
@@ -43,7 +49,16 @@ impl<F> Counted<F> {
             inner: Box::pin(inner),
             polls: 0,
             total,
+            last_thread: None,
+            moves: 0,
+            moves_total: None,
         }
+    }
+
+    /// Also adds its moves to `total` when it completes.
+    pub fn with_moves(mut self, total: Arc<AtomicU64>) -> Self {
+        self.moves_total = Some(total);
+        self
     }
 }
 
@@ -52,10 +67,20 @@ impl<F: Future> Future for Counted<F> {
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
         self.polls += 1;
+        if self.moves_total.is_some() {
+            let here = thread::current().id();
+            if self.last_thread.is_some_and(|t| t != here) {
+                self.moves += 1;
+            }
+            self.last_thread = Some(here);
+        }
         let out = self.inner.as_mut().poll(cx);
         if out.is_ready() {
             // Relaxed: read after every task was joined.
             self.total.fetch_add(self.polls, Ordering::Relaxed);
+            if let Some(moves) = &self.moves_total {
+                moves.fetch_add(self.moves, Ordering::Relaxed);
+            }
         }
         out
     }

@@ -21,6 +21,7 @@
 //! none.
 
 mod api;
+mod from_s3;
 mod guest;
 mod process;
 mod restore;
@@ -104,9 +105,19 @@ fn metrics<P>(s: Section<P>) -> Section<P> {
     s.metric(Metric::lower("time_ms", "ms"))
         .metric(Metric::lower("pass_ms", "ms"))
         .metric(Metric::lower("load_ms", "ms"))
+        .metric(Metric::lower("start_ms", "ms"))
+        .metric(Metric::lower("setup_ms", "ms"))
+        .metric(Metric::lower("handoff_ms", "ms"))
         .metric(Metric::lower("faults", "faults"))
         .metric(Metric::lower("copied_mib", "MiB"))
-        .evidence(&["faults", "load_ms", "copied_mib"])
+        .evidence(&[
+            "faults",
+            "load_ms",
+            "start_ms",
+            "setup_ms",
+            "handoff_ms",
+            "copied_mib",
+        ])
 }
 
 /// The variants of `list`, restoring into `pages`.
@@ -234,4 +245,5 @@ pub fn experiment() -> Experiment {
     .section(small_pages())
     .section(huge_pages())
     .section(ballooned())
+    .section(from_s3::section())
 }

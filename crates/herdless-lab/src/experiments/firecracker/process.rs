@@ -39,6 +39,22 @@ impl Process {
         I: IntoIterator<Item = S>,
         S: AsRef<OsStr>,
     {
+        Self::spawn_with_env(name, program, args, &[], log, pipes)
+    }
+
+    /// [`spawn`](Self::spawn), with `env` added to its environment.
+    pub(crate) fn spawn_with_env<I, S>(
+        name: &'static str,
+        program: &Path,
+        args: I,
+        env: &[(String, String)],
+        log: &Path,
+        pipes: bool,
+    ) -> Result<Process, LabError>
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<OsStr>,
+    {
         let os = |what: &str, e| LabError::os(format!("{what} {name} ({})", program.display()), e);
         let err = File::create(log).map_err(|e| os("log file of", e))?;
         let (input, out) = if pipes {
@@ -48,7 +64,11 @@ impl Process {
             (Stdio::null(), Stdio::from(out))
         };
         let mut cmd = Command::new(program);
-        cmd.args(args).stdin(input).stdout(out).stderr(err);
+        cmd.args(args)
+            .envs(env.iter().map(|(k, v)| (k, v)))
+            .stdin(input)
+            .stdout(out)
+            .stderr(err);
         // SAFETY: the closure runs in the child between fork and exec and
         // makes one async-signal-safe system call (prctl), touching no
         // memory of the parent's.

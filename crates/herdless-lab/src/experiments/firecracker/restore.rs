@@ -31,10 +31,15 @@ const FIRST_PASS_WITHIN: Duration = Duration::from_secs(60);
 /// A page-fault handler to start before Firecracker: which program, its
 /// arguments after the socket and memory file, and where a herdless-uffd
 /// writes its statistics.
-struct HandlerRun {
+pub(super) struct HandlerRun {
     name: &'static str,
     program: PathBuf,
-    args: Vec<OsString>,
+    pub(super) args: Vec<OsString>,
+    /// The memory it serves, instead of the snapshot's file (an object
+    /// URL).
+    pub(super) memory: Option<OsString>,
+    /// Added to its environment (an object store's endpoint and keys).
+    pub(super) env: Vec<(String, String)>,
     stats: Option<PathBuf>,
 }
 
@@ -75,16 +80,20 @@ fn example(name: &'static str, program: &Path) -> HandlerRun {
         name,
         program: program.to_path_buf(),
         args: Vec::new(),
+        memory: None,
+        env: Vec::new(),
         stats: None,
     }
 }
 
 /// `herdless-uffd`, writing its statistics to `stats`.
-fn herdless_uffd(tools: &Tools, stats: PathBuf) -> HandlerRun {
+pub(super) fn herdless_uffd(tools: &Tools, stats: PathBuf) -> HandlerRun {
     HandlerRun {
         name: "herdless-uffd",
         program: tools.herdless_uffd.clone(),
         args: vec!["--stats-json".into(), stats.clone().into()],
+        memory: None,
+        env: Vec::new(),
         stats: Some(stats),
     }
 }
@@ -92,7 +101,7 @@ fn herdless_uffd(tools: &Tools, stats: PathBuf) -> HandlerRun {
 /// The working set of case `p` restored into `pages`, as `herdless-uffd
 /// --record` writes it: recorded once (an untimed 4 KiB on-demand restore
 /// into the same pages) and kept for the lab's lifetime.
-fn trace_of(
+pub(super) fn trace_of(
     tools: &Tools,
     snap: &Snapshot,
     pages: Pages,
@@ -118,7 +127,7 @@ fn trace_of(
 /// the load, the first pass; then both are stopped and the handler's exit
 /// and statistics checked. The sample is timed from the load request to
 /// the first pass line.
-fn restore(
+pub(super) fn restore(
     tools: &Tools,
     snap: &Snapshot,
     pages: Pages,
@@ -137,13 +146,17 @@ fn restore(
         })?;
     }
     let socket = scratch.path().join("uffd.sock");
+    // The whole restore, as whoever starts it sees it: from the first
+    // process started (the handler, or Firecracker) to the first pass.
+    let spawned = Instant::now();
     let mut started = match &handler {
         Some(h) => {
-            let mut args: Vec<OsString> =
-                vec![socket.clone().into(), snap.memory_path.clone().into()];
+            let memory = h.memory.clone().unwrap_or(snap.memory_path.clone().into());
+            let mut args: Vec<OsString> = vec![socket.clone().into(), memory];
             args.extend(h.args.iter().cloned());
             let log = scratch.path().join("handler.log");
-            let mut process = Process::spawn(h.name, &h.program, &args, &log, false)?;
+            let mut process =
+                Process::spawn_with_env(h.name, &h.program, &args, &h.env, &log, false)?;
             wait_for_socket(&mut process, &socket, h.name)?;
             // What it read starting up (the loader reading libraries...).
             let read_before = process.bytes_read();
@@ -208,6 +221,7 @@ fn restore(
     vm.kill();
     let mut sample = Sample::new()
         .with("time_ms", at.duration_since(t0).as_secs_f64() * 1e3)
+        .with("start_ms", at.duration_since(spawned).as_secs_f64() * 1e3)
         .with("pass_ms", tools::cycles_to_ms(pass.cycles))
         .with("load_ms", load_time.as_secs_f64() * 1e3);
     if let Some(cycles) = inflate_cycles {
@@ -219,15 +233,24 @@ fn restore(
     // vCPU thread); a UFFD handler's are the fault messages it answered
     // (KVM resolves a fault on userfaultfd memory in its async page-fault
     // worker, so the vCPU thread's count misses those).
-    let (faults, copied) = match started.as_mut() {
+    let figures = match started.as_mut() {
         Some((h, process, read_before)) => finish_handler(h, process, *read_before)?,
-        None => (vcpu_faults.map(|n| n as f64), None),
+        None => HandlerFigures {
+            faults: vcpu_faults.map(|n| n as f64),
+            ..HandlerFigures::default()
+        },
     };
-    if let Some(faults) = faults {
-        sample = sample.with("faults", faults);
-    }
-    if let Some(bytes) = copied {
-        sample = sample.with("copied_mib", bytes / f64::from(1 << 20));
+    let ms = |s: f64| s * 1e3;
+    let figures = [
+        ("faults", figures.faults),
+        ("copied_mib", figures.copied.map(|b| b / f64::from(1 << 20))),
+        ("setup_ms", figures.set_up_s.map(ms)),
+        ("handoff_ms", figures.handed_off_s.map(ms)),
+    ];
+    for (name, value) in figures {
+        if let Some(v) = value {
+            sample = sample.with(name, v);
+        }
     }
     Ok(sample)
 }
@@ -281,17 +304,20 @@ fn listens_in(table: &str, path: &Path) -> bool {
 /// nothing else once started (the memory file is mapped, the handoff is a
 /// `recvmsg`), so the bytes the kernel counts them reading since they
 /// listened, over 32, are the fault messages they answered. Returns the
-/// fault messages it answered and the bytes it copied into guest memory
-/// (herdless-uffd only), where known.
+/// fault messages it answered and (herdless-uffd only) the rest of
+/// [`HandlerFigures`], where known.
 fn finish_handler(
     h: &HandlerRun,
     process: &mut Process,
     read_before: Option<u64>,
-) -> Result<(Option<f64>, Option<f64>), LabError> {
+) -> Result<HandlerFigures, LabError> {
     let Some(stats) = &h.stats else {
         let read = process.bytes_read().zip(read_before).map(|(a, b)| a - b);
         process.kill();
-        return Ok((read.map(|bytes| (bytes / UFFD_MSG) as f64), None));
+        return Ok(HandlerFigures {
+            faults: read.map(|bytes| (bytes / UFFD_MSG) as f64),
+            ..HandlerFigures::default()
+        });
     };
     let status = process.wait_exit(Duration::from_secs(10))?;
     if !status.is_some_and(|s| s.success()) {
@@ -314,7 +340,25 @@ fn finish_handler(
             h.name, json["errors"]
         )));
     }
-    Ok((json["faults"].as_f64(), json["bytes_copied"].as_f64()))
+    Ok(HandlerFigures {
+        faults: json["faults"].as_f64(),
+        copied: json["bytes_copied"].as_f64(),
+        set_up_s: json["set_up_for_s"].as_f64(),
+        handed_off_s: json["handed_off_after_s"].as_f64(),
+    })
+}
+
+/// What a handler's run showed, where known.
+#[derive(Default)]
+struct HandlerFigures {
+    /// Fault messages answered.
+    faults: Option<f64>,
+    /// Bytes copied into guest memory (herdless-uffd).
+    copied: Option<f64>,
+    /// From its start to listening (herdless-uffd's `set_up_for_s`).
+    set_up_s: Option<f64>,
+    /// From listening to Firecracker's handoff (`handed_off_after_s`).
+    handed_off_s: Option<f64>,
 }
 
 #[cfg(test)]

@@ -80,7 +80,7 @@ pub(crate) fn measure(server: Server, case: &Case<BalloonParams>) -> Result<Samp
             let snapshot = workload::snapshot(2 * bytes)?;
             let mut opts = RestoreOptions::new(socket_path(), &snapshot.path);
             opts.populate = Populate::All;
-            let (r, summary) = serve(opts, |socket| {
+            let (r, summary) = serve(opts, |socket, _| {
                 let mem = GuestMemory::new(&[snapshot.len])
                     .map_err(|e| LabError::os("guest memory (userfaultfd)", e))?;
                 let base = mem.regions()[0].base;

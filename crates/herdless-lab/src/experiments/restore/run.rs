@@ -43,6 +43,10 @@ fn restore_err(e: herdless_pager::restore::RestoreError) -> LabError {
 pub(super) struct Restored {
     /// From the handoff to the last thread's last touch.
     pub(super) time: Duration,
+    /// From the handler's start (`Restore::bind`: opening the memory and
+    /// the traces, reading ahead) to the same last touch: what a restore
+    /// costs when the VMM hands off as soon as the handler listens.
+    pub(super) from_start: Duration,
     /// CPU time of the whole lab process over that same span: the
     /// handlers, prefetchers, fetchers and host-cache writer, the workload
     /// threads, and (S3 table) the S3 server in this process.
@@ -68,7 +72,7 @@ pub(super) fn restore(
             LabError::Unavailable(format!("{pages} free 2 MiB hugepages needed: {why}"))
         })?;
     }
-    let ((time, cpu), summary) = serve(opts, |socket| {
+    let ((time, from_start, cpu), summary) = serve(opts, |socket, started| {
         let mem = GuestMemory::with_page_sizes(&[(snapshot.len, page)])
             .map_err(|e| LabError::os("guest memory (userfaultfd)", e))?;
         let base = mem.regions()[0].base;
@@ -82,6 +86,7 @@ pub(super) fn restore(
             .map_err(|e| LabError::os("handoff", e))?;
         let sums = gang(threads, |t| workload::touch(base, &shares[t]))?.results;
         let time = t0.elapsed();
+        let from_start = started.elapsed();
         let cpu = Usage::process().since(&cpu0).cpu_micros;
         drop(conn); // the VMM exits: the server returns its summary
         for (t, (share, &got)) in shares.iter().zip(&sums).enumerate() {
@@ -93,26 +98,33 @@ pub(super) fn restore(
                 )));
             }
         }
-        Ok((time, Duration::from_micros(cpu)))
+        Ok((time, from_start, Duration::from_micros(cpu)))
     })?;
-    Ok(Restored { time, cpu, summary })
+    Ok(Restored {
+        time,
+        from_start,
+        cpu,
+        summary,
+    })
 }
 
 /// Runs `herdless-uffd`'s server with `opts` on a thread of the lab while
 /// `vmm(socket)` plays the VMM (it must hand off and disconnect); its
-/// result and the server's summary, which must be clean.
+/// result and the server's summary, which must be clean. `vmm` gets the
+/// socket and when the server started (before `Restore::bind`).
 pub(super) fn serve<T>(
     mut opts: RestoreOptions,
-    vmm: impl FnOnce(&Path) -> Result<T, LabError>,
+    vmm: impl FnOnce(&Path, Instant) -> Result<T, LabError>,
 ) -> Result<(T, RestoreSummary), LabError> {
     opts.quiet = true;
+    let started = Instant::now();
     let restore = Restore::bind(opts).map_err(restore_err)?;
     let socket = restore.socket_path().to_path_buf();
     let server = std::thread::Builder::new()
         .name("lab-restore-server".into())
         .spawn(move || restore.run())
         .map_err(|e| LabError::os("spawning the restore server", e))?;
-    let outcome = vmm(&socket);
+    let outcome = vmm(&socket, started);
     let summary = server
         .join()
         .map_err(|_| LabError::Panicked("the restore server".into()))?
