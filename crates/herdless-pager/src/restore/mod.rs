@@ -234,10 +234,11 @@ impl Restore {
         // From here on a signal ends the restore through its exits.
         let signals = opts.stop_on_signals.then(Signals::block).transpose()?;
         // The memory, the prefetch trace and the trace's pack are read
-        // at the same time: from an object store each costs round trips
-        // (the memory's HEAD; the trace's GET; the pack's HEAD and its
-        // header's GET, after which its parts are being fetched), so that
+        // at the same time: from an object store each costs a round trip
+        // (the memory's HEAD; the trace's GET; the GET of the pack's
+        // first 4 KiB, after which its parts are being fetched), so that
         // the handler listens after the slowest of them, not their sum.
+        // (A failure of one is reported once all three have answered.)
         let (source, trace, started_pack) = std::thread::scope(|s| {
             let trace = s.spawn(|| {
                 let path = opts.prefetch.as_ref()?;
