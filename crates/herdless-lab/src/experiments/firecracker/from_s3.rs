@@ -10,6 +10,8 @@
 //! - `hl-s3-prefetch` (after): the memory `s3://…`, `--prefetch s3://…`
 //!   with the trace's pack (`TRACE.pages`) beside it in the bucket, as
 //!   `herdless-uffd --record s3://…` leaves them;
+//! - `hl-s3-no-cache`: `hl-s3-prefetch` with `--no-cache` (no host cache:
+//!   what writing the fetched chunks there costs the restore);
 //! - `hl-s3-2m`: the memory `s3://…`, no trace, `--fault-around 2M`
 //!   (every fault waits for its 2 MiB chunk).
 //!
@@ -96,6 +98,14 @@ pub(super) fn section() -> Section<S3Params> {
                     },
                 ),
                 (
+                    "hl-s3-no-cache",
+                    Role::Peer,
+                    From::S3 {
+                        prefetch: true,
+                        args: &["--no-cache"],
+                    },
+                ),
+                (
                     "hl-s3-2m",
                     Role::Peer,
                     From::S3 {
@@ -111,6 +121,7 @@ pub(super) fn section() -> Section<S3Params> {
                 .on_metric("start_ms")
                 .at_case("20 ms"),
         )
+        .ratio(Ratio::of("hl-s3-prefetch", "hl-s3-no-cache"))
         .ratio(Ratio::of("hl-s3-2m", "hl-s3-prefetch"))
 }
 
@@ -143,8 +154,11 @@ fn measure(from: From, case: &Case<S3Params>) -> Result<Sample, LabError> {
         .map(|(k, v)| (k.into(), v))
         .collect();
     let cache = scratch.path().join("cache");
-    run.args
-        .extend(["--cache-dir".into(), OsString::from(cache.as_os_str())]);
+    // A cold host cache of its own, unless the variant has none.
+    if !args.contains(&"--no-cache") {
+        run.args
+            .extend(["--cache-dir".into(), OsString::from(cache.as_os_str())]);
+    }
     if prefetch {
         run.args
             .extend(["--prefetch".into(), s3_trace.clone().into()]);
