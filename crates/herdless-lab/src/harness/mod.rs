@@ -13,7 +13,7 @@
 //! each section's outcome and [`progress`] draws the bar. [`output`]
 //! claims the output paths before a run, [`console`] writes to stdout, and
 //! [`toy`] is the deterministic experiment the tests run.
-//! [`gang`](mod@gang), [`asleep`] and [`rusage`] are the measuring tools
+//! [`gang`](mod@gang), [`asleep`], [`rusage`] and [`run_delay`] are the measuring tools
 //! variants use, so no experiment writes a timing loop of its own, and
 //! [`scratch`] makes the files they read.
 //!
@@ -64,6 +64,7 @@ pub mod quotient;
 pub mod rank_test;
 pub mod ratio;
 pub mod report;
+pub mod run_delay;
 pub mod runner;
 pub mod rusage;
 pub mod scratch;

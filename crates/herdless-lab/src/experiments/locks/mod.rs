@@ -216,7 +216,16 @@ fn occasional_locker() -> Section<occasional::Params> {
     .metric(Metric::lower("p50_wait_us", "µs, its median wait"))
     .metric(Metric::lower("max_wait_us", "µs, its longest wait"))
     .metric(Metric::higher("hog_ops_per_s", "the hogs' acquisitions/s"))
-    .evidence(&["p50_wait_us", "max_wait_us", "hog_ops_per_s"]);
+    .metric(Metric::lower(
+        "tail_run_delay_share",
+        "of the waits ≥ p99: runnable, not running",
+    ))
+    .evidence(&[
+        "p50_wait_us",
+        "max_wait_us",
+        "hog_ops_per_s",
+        "tail_run_delay_share",
+    ]);
     with_families::<Occasional>(section)
         .ratio(Ratio::of(HERDLESS, STD).at_most(1.0))
         .ratio(Ratio::of(HERDLESS, PARKING_LOT))

@@ -7,7 +7,11 @@
 //! Metrics: the occasional locker's wait, p99 (primary), p50 and the
 //! longest, in µs, over `interval_ms` (about one acquisition per ms); and
 //! the hogs' acquisitions per second, to show what the tail was traded
-//! for. Every acquisition bumps a counter under the lock, checked against
+//! for; and `tail_run_delay_share`: of the waits at or past the p99, the
+//! share the thread spent runnable but not running (its run delay from
+//! the kernel's scheduler statistics, read around each wait): a wait for a
+//! CPU after the wake, which no lock can shorten, against one asleep in
+//! the queue. (Where the kernel keeps no such statistics, it is left out.) Every acquisition bumps a counter under the lock, checked against
 //! the threads' own counts (a broken lock is never a fast one).
 
 use std::hint::black_box;
@@ -19,6 +23,7 @@ use serde::Serialize;
 use super::monitor::Monitor;
 use super::Workload;
 use crate::harness::gang::gang_with;
+use crate::harness::run_delay::RunDelay;
 use crate::harness::{Case, LabError, Sample};
 
 /// Parameters of one row.
@@ -56,19 +61,30 @@ impl Workload for Occasional {
         let monitor = &*monitor;
         let stop = AtomicBool::new(false);
         let mut waits_ns: Vec<u64> = Vec::with_capacity(p.interval_ms as usize + 1);
+        // (wait, run delay around it) per acquisition, where the kernel
+        // keeps the occasional thread's run delay.
+        let mut delays: Vec<(u64, u64)> = Vec::with_capacity(p.interval_ms as usize + 1);
         // The occasional locker runs beside the gang on this thread; the
         // hogs stop when it is done.
         let occasional = || {
             let start = Instant::now();
             let end = start + Duration::from_millis(p.interval_ms);
             let mut next = start;
+            let run_delay = RunDelay::of_this_thread();
             while Instant::now() < end {
                 next += Duration::from_millis(1);
+                let delay_before = run_delay.as_ref().and_then(RunDelay::now);
                 let asked = Instant::now();
+                let mut waited = 0;
                 monitor.with(|s| {
-                    waits_ns.push(asked.elapsed().as_nanos() as u64);
+                    waited = asked.elapsed().as_nanos() as u64;
                     s.acquisitions += 1;
                 });
+                waits_ns.push(waited);
+                let delay_after = run_delay.as_ref().and_then(RunDelay::now);
+                if let (Some(a), Some(b)) = (delay_before, delay_after) {
+                    delays.push((waited, b.saturating_sub(a)));
+                }
                 if let Some(rest) = next.checked_duration_since(Instant::now()) {
                     std::thread::sleep(rest);
                 }
@@ -107,11 +123,25 @@ impl Workload for Occasional {
         }
         waits_ns.sort_unstable();
         let us = |ns: u64| ns as f64 / 1e3;
-        Ok(Sample::new()
-            .with("p99_wait_us", us(quantile(&waits_ns, 0.99)))
+        let p99 = quantile(&waits_ns, 0.99);
+        let sample = Sample::new()
+            .with("p99_wait_us", us(p99))
             .with("p50_wait_us", us(quantile(&waits_ns, 0.5)))
             .with("max_wait_us", us(*waits_ns.last().expect("not empty")))
-            .with("hog_ops_per_s", hog_ops as f64 / hog_time.as_secs_f64()))
+            .with("hog_ops_per_s", hog_ops as f64 / hog_time.as_secs_f64());
+        // Of the waits at or past the p99, the share spent runnable and
+        // not running (a CPU's wait, after the wake), not asleep.
+        let tail: Vec<&(u64, u64)> = delays.iter().filter(|(w, _)| *w >= p99).collect();
+        let tail_wait: u64 = tail.iter().map(|(w, _)| w).sum();
+        let tail_delay: u64 = tail.iter().map(|(_, d)| d).sum();
+        Ok(if tail_wait > 0 {
+            sample.with(
+                "tail_run_delay_share",
+                (tail_delay as f64 / tail_wait as f64).min(1.0),
+            )
+        } else {
+            sample
+        })
     }
 }
 
