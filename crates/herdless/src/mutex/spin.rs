@@ -15,7 +15,7 @@
 use std::sync::OnceLock;
 use std::time::Duration;
 
-use crate::util::tuning_text::pairs;
+use crate::util::tuning_text::{self, pairs};
 
 /// The spin budget of one acquisition.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -78,12 +78,11 @@ impl SpinBudget {
     pub(super) fn get() -> &'static SpinBudget {
         static BUDGET: OnceLock<SpinBudget> = OnceLock::new();
         BUDGET.get_or_init(|| {
-            let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
-            let mut budget = SpinBudget::for_cpus(cpus);
-            if let Ok(text) = std::env::var("HERDLESS_MUTEX_TUNING") {
-                budget.apply(&text);
-            }
-            budget
+            tuning_text::from_env(
+                "HERDLESS_MUTEX_TUNING",
+                SpinBudget::for_cpus,
+                SpinBudget::apply,
+            )
         })
     }
 

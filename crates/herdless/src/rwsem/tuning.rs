@@ -7,7 +7,7 @@ use std::sync::OnceLock;
 use std::time::Duration;
 
 use super::raw::HANDOFF_AFTER;
-use crate::util::tuning_text::pairs;
+use crate::util::tuning_text::{self, pairs};
 
 /// The spin and hand-off settings of every `AtomicCount` semaphore in the
 /// process.
@@ -47,12 +47,11 @@ impl RwSemTuning {
     pub(super) fn get() -> &'static RwSemTuning {
         static TUNING: OnceLock<RwSemTuning> = OnceLock::new();
         TUNING.get_or_init(|| {
-            let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
-            let mut tuning = RwSemTuning::for_cpus(cpus);
-            if let Ok(text) = std::env::var("HERDLESS_RWSEM_TUNING") {
-                tuning.apply(&text);
-            }
-            tuning
+            tuning_text::from_env(
+                "HERDLESS_RWSEM_TUNING",
+                RwSemTuning::for_cpus,
+                RwSemTuning::apply,
+            )
         })
     }
 

@@ -48,7 +48,7 @@ pub struct S3Params {
 
 /// Who serves the memory.
 #[derive(Clone, Copy, Debug)]
-enum From {
+enum Served {
     /// `herdless-uffd --prefetch` from the local file.
     LocalPrefetch,
     /// `herdless-uffd` from `s3://`: with `--prefetch` (and its pack), or
@@ -88,11 +88,11 @@ pub(super) fn section() -> Section<S3Params> {
         .variants(
             measure,
             [
-                ("hl-prefetch", Role::Peer, From::LocalPrefetch),
+                ("hl-prefetch", Role::Peer, Served::LocalPrefetch),
                 (
                     "hl-s3-prefetch",
                     Role::After,
-                    From::S3 {
+                    Served::S3 {
                         prefetch: true,
                         args: &[],
                     },
@@ -100,7 +100,7 @@ pub(super) fn section() -> Section<S3Params> {
                 (
                     "hl-s3-no-cache",
                     Role::Peer,
-                    From::S3 {
+                    Served::S3 {
                         prefetch: true,
                         args: &["--no-cache"],
                     },
@@ -108,7 +108,7 @@ pub(super) fn section() -> Section<S3Params> {
                 (
                     "hl-s3-2m",
                     Role::Peer,
-                    From::S3 {
+                    Served::S3 {
                         prefetch: false,
                         args: &["--fault-around", "2M"],
                     },
@@ -126,7 +126,7 @@ pub(super) fn section() -> Section<S3Params> {
 }
 
 /// Measures one case served `from`.
-fn measure(from: From, case: &Case<S3Params>) -> Result<Sample, LabError> {
+fn measure(from: Served, case: &Case<S3Params>) -> Result<Sample, LabError> {
     let (p, latency_ms) = (case.params.vm, case.params.latency_ms);
     let tools = tools::tools_for_measuring()?;
     let snap = snapshot::snapshot(&p)?;
@@ -136,11 +136,11 @@ fn measure(from: From, case: &Case<S3Params>) -> Result<Sample, LabError> {
     std::fs::write(&trace, &*recorded).map_err(LabError::file(&trace))?;
     let mut run = herdless_uffd(tools, scratch.path().join("stats.json"));
     let (prefetch, args) = match from {
-        From::LocalPrefetch => {
+        Served::LocalPrefetch => {
             run.args.extend(["--prefetch".into(), trace.into()]);
             return restore::restore(tools, &snap, Pages::Small4K, &p, &scratch, Some(run));
         }
-        From::S3 { prefetch, args } => (prefetch, args),
+        Served::S3 { prefetch, args } => (prefetch, args),
     };
     let s3 = lab_s3()?;
     let mut store = s3.lock()?;
