@@ -82,6 +82,22 @@ fn recorded(name: &str, seed: u64) -> Option<(S3World, Vec<u8>)> {
     Some((w, data))
 }
 
+/// Starts a prefetch restore of `URL` from `TRACE` through the host
+/// cache `cache`, in chunks of 16 KiB (the pack's 56 KiB in four).
+fn prefetch_cached(w: &S3World, sock: &str, stats: &Path, cache: &Path) -> Handler {
+    let args = [
+        "--chunk-size",
+        "16K",
+        "--cache-dir",
+        cache.to_str().unwrap(),
+        "--prefetch",
+        TRACE,
+        "--stats-json",
+        stats.to_str().unwrap(),
+    ];
+    start(&path(&w.dir, sock), Path::new(URL), &args)
+}
+
 /// Starts a prefetch restore of `URL` from `TRACE` with `args`.
 fn prefetch(w: &S3World, sock: &str, stats: &Path, args: &[&str]) -> Handler {
     let mut all = vec![
@@ -154,9 +170,23 @@ fn record_then_prefetch_through_s3_reads_the_working_set_from_its_pack_only() {
         out.contains("pack: ") && out.contains(", 0 parts failed"),
         "{out}"
     );
-    // The pack in few GETs: 4 KiB of header and 52 KiB of pages in one
-    // 64 KiB chunk.
-    assert_eq!(w.server.gets_of("snaps", "ws.trace.pages").len(), 1);
+    // The pack in few GETs: the one that opened it (its first 4 KiB:
+    // header, size and ETag) and its one 64 KiB chunk (4 KiB of header,
+    // 52 KiB of pages), asked for ahead in the same round trip with 15
+    // more past its end (refused: its size was not known yet).
+    let gets = w.server.gets_of("snaps", "ws.trace.pages");
+    assert_eq!(gets.get(&0), Some(&2), "{gets:?}");
+    assert_eq!(gets.len(), 16, "{gets:?}");
+    assert!(
+        gets.iter()
+            .all(|(&first, &n)| first == 0 || (first >= pack.len() as u64 && n == 1)),
+        "{gets:?}"
+    );
+    let object = &j["pack"]["object"];
+    assert_eq!(object["ahead_gets"].as_u64(), Some(16), "{j}");
+    assert_eq!(object["ahead_used"].as_u64(), Some(1), "{j}");
+    assert_eq!(object["fetches"].as_u64(), Some(1), "{j}");
+    assert!(out.contains("(1 of 16 asked for ahead used)"), "{out}");
 
     // A second restore touching everything: every byte, the rest from the
     // memory's chunks.
@@ -166,6 +196,68 @@ fn record_then_prefetch_through_s3_reads_the_working_set_from_its_pack_only() {
     let handler = prefetch(&w, "sock2", &stats, &[]);
     let (j, _) = restore_and_check(&mem, handler, &data, &stats);
     assert_eq!(j["pack"]["used"], true, "{j}");
+}
+
+#[test]
+fn restores_starting_together_fetch_each_chunk_of_the_pack_once_and_a_warm_cache_none_ahead() {
+    let Some((w, data)) = recorded("together", 3) else {
+        return;
+    };
+    let pack_len = std::fs::metadata(w.server.root().join("snaps/ws.trace.pages"))
+        .unwrap()
+        .len();
+    let cache = path(&w.dir, "cache");
+    w.server.reset_counts();
+    let stats = [path(&w.dir, "a.json"), path(&w.dir, "b.json")];
+    // Both open the pack at once: one asks for its chunks ahead, the other
+    // waits for it and reads them from the host cache.
+    let handlers: Vec<Handler> = std::thread::scope(|s| {
+        let started: Vec<_> = ["a.sock", "b.sock"]
+            .iter()
+            .zip(&stats)
+            .map(|(sock, stats)| s.spawn(|| prefetch_cached(&w, sock, stats, &cache)))
+            .collect();
+        started.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    let mut ahead = Vec::new();
+    for (handler, stats) in handlers.into_iter().zip(&stats) {
+        let Some(mem) = guest_memory(&[LEN]) else {
+            return;
+        };
+        let (j, _) = restore_and_check(&mem, handler, &data, stats);
+        assert_eq!(j["pack"]["used"], true, "{j}");
+        ahead.push(j["pack"]["object"]["ahead_gets"].as_u64().unwrap());
+    }
+    ahead.sort_unstable();
+    assert_eq!(ahead, [0, 16], "one asked ahead, the other waited for it");
+    // Chunk 0 once, besides the two GETs that opened the pack; chunks 1 to
+    // 3 once each; past the end (asked for ahead), once each.
+    let gets = w.server.gets_of("snaps", "ws.trace.pages");
+    assert_eq!(gets.get(&0), Some(&3), "{gets:?}");
+    for (first, n) in &gets {
+        assert_eq!(*n, if *first == 0 { 3 } else { 1 }, "{gets:?}");
+        assert!(*first % (16 << 10) == 0, "{gets:?}");
+    }
+    assert_eq!(
+        gets.keys().filter(|&&f| f > 0 && f < pack_len).count(),
+        3,
+        "{gets:?}"
+    );
+
+    // Again, with the pack in the host cache: nothing asked for ahead, and
+    // no chunk of the pack fetched (only the GET that opens it).
+    w.server.reset_counts();
+    let Some(mem) = guest_memory(&[LEN]) else {
+        return;
+    };
+    let handler = prefetch_cached(&w, "c.sock", &stats[0], &cache);
+    let (j, _) = restore_and_check(&mem, handler, &data, &stats[0]);
+    let object = &j["pack"]["object"];
+    assert_eq!(object["ahead_gets"].as_u64(), Some(0), "{j}");
+    assert_eq!(object["fetches"].as_u64(), Some(0), "{j}");
+    assert_eq!(object["host_hits"].as_u64(), Some(4), "{j}");
+    let gets = w.server.gets_of("snaps", "ws.trace.pages");
+    assert_eq!(gets.into_iter().collect::<Vec<_>>(), [(0, 1)]);
 }
 
 #[test]

@@ -141,6 +141,12 @@ struct ObjectArgs {
     /// once, ahead of them).
     #[arg(long, value_name = "N", default_value_t = herdless_pager::object::DEFAULT_FETCH_CONCURRENCY)]
     fetch_concurrency: usize,
+    /// Chunks of the prefetch trace's pack asked for in the round trip
+    /// that opens it, before its size is known (0: none; no more than
+    /// --fetch-concurrency are): its pages arrive a round trip
+    /// sooner. Not done where the host cache holds the pack already.
+    #[arg(long, value_name = "N", default_value_t = herdless_pager::object::DEFAULT_FETCH_AHEAD)]
+    fetch_ahead: usize,
     /// Tries after the first for a GET that fails (5xx, the network);
     /// then the chunk's pages are poisoned (SIGBUS in the guest).
     #[arg(long, value_name = "N", default_value_t = 4)]
@@ -231,6 +237,7 @@ fn main() -> ExitCode {
             },
             cache_max: cli.object.cache_max as u64,
             fetch_concurrency: cli.object.fetch_concurrency,
+            fetch_ahead: cli.object.fetch_ahead,
             retries: cli.object.fetch_retries,
             ..herdless_pager::object::ObjectOptions::default()
         },

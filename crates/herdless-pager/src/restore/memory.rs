@@ -71,19 +71,21 @@ impl MemorySource {
     /// does, with its first `first` bytes where they come in the same
     /// round trip: an object's, read by the GET that replaces its `HEAD`
     /// (`ObjectSource::open_reading_first`); a file's are not read (empty).
+    /// An object's chunks `0..ahead` are asked for in that round trip too.
     pub(crate) fn open_reading_first(
         path: &Path,
         opts: &RestoreOptions,
         first: u64,
+        ahead: usize,
     ) -> Result<(Self, Vec<u8>), RestoreError> {
         #[cfg(feature = "object-store")]
         if is_url(path) {
             let url = path.to_string_lossy();
             let (source, start) =
-                crate::object::ObjectSource::open_reading_first(&url, &opts.object, first)?;
+                crate::object::ObjectSource::open_reading_first(&url, &opts.object, first, ahead)?;
             return Ok((MemorySource::Object(source), start.to_vec()));
         }
-        let _ = first;
+        let _ = (first, ahead);
         Ok((Self::open_at(path, opts)?, Vec::new()))
     }
 

@@ -170,6 +170,6 @@ fn measure(from: Served, case: &Case<S3Params>) -> Result<Sample, LabError> {
     let result = restore::restore(tools, &snap, Pages::Small4K, &p, &scratch, Some(run));
     server.set_latency(Duration::ZERO);
     let pack = format!("{}.pages", crate::experiments::lab_s3::key_of(&s3_trace));
-    let gets = store.gets_of(&key).0 + store.gets_of(&pack).0;
+    let gets = store.all_gets_of(&key) + store.all_gets_of(&pack);
     Ok(result?.with("gets", gets as f64))
 }

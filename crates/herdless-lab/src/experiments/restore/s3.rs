@@ -13,7 +13,10 @@
 //!   when the handler starts), demand faults first; a cold host cache. The
 //!   trace and its pack are put in the bucket as `herdless-uffd --record
 //!   s3://…` writes them (the pack bound to the memory object by its ETag);
-//! - `s3-prefetch-no-pack`: the same with `--no-pack`: the memory's chunks
+//! - `s3-prefetch-no-ahead`: the same with `--fetch-ahead 0`: the pack's
+//!   chunks asked for once its first GET has answered, not in the same
+//!   round trip (stop 37's restore);
+//! - `s3-prefetch-no-pack`: the same as `s3-prefetch` with `--no-pack`: the memory's chunks
 //!   holding the working set, in trace order (with a working set scattered
 //!   over every chunk, the whole object);
 //! - `s3-on-demand`: faults only, 2 MiB chunks (a fault waits for its
@@ -76,7 +79,7 @@ pub struct Params {
 #[derive(Clone, Copy, Debug)]
 enum How {
     LocalPrefetch,
-    Prefetch { pack: bool },
+    Prefetch { pack: bool, ahead: bool },
     OnDemand { chunk: u64, sample: usize },
     PrefetchFour,
 }
@@ -134,11 +137,29 @@ pub(super) fn section() -> Section<Params> {
         measure,
         [
             ("local-prefetch", Role::Peer, How::LocalPrefetch),
-            ("s3-prefetch", Role::After, How::Prefetch { pack: true }),
+            (
+                "s3-prefetch",
+                Role::After,
+                How::Prefetch {
+                    pack: true,
+                    ahead: true,
+                },
+            ),
+            (
+                "s3-prefetch-no-ahead",
+                Role::Peer,
+                How::Prefetch {
+                    pack: true,
+                    ahead: false,
+                },
+            ),
             (
                 "s3-prefetch-no-pack",
                 Role::Peer,
-                How::Prefetch { pack: false },
+                How::Prefetch {
+                    pack: false,
+                    ahead: true,
+                },
             ),
             (
                 "s3-on-demand",
@@ -174,6 +195,7 @@ pub(super) fn section() -> Section<Params> {
             .at_least(10.0)
             .at_case("20 ms"),
     )
+    .ratio(Ratio::of("s3-prefetch-no-ahead", "s3-prefetch").at_case("20 ms"))
     .ratio(Ratio::of("s3-prefetch-no-pack", "s3-prefetch").at_case("20 ms"))
     .ratio(
         Ratio::of("s3-prefetch-4x", "s3-prefetch-no-pack")
@@ -231,8 +253,11 @@ fn measure(how: How, case: &Case<Params>) -> Result<Sample, LabError> {
     let result = (|| -> Result<Measured, LabError> {
         match how {
             How::LocalPrefetch => unreachable!("measured above"),
-            How::Prefetch { pack } => {
+            How::Prefetch { pack, ahead } => {
                 let mut opts = s3_options(store, &url, CHUNK, cache);
+                if !ahead {
+                    opts.object.fetch_ahead = 0;
+                }
                 opts.handlers = p.threads;
                 opts.prefetch = Some(PathBuf::from(&s3_trace));
                 opts.pack = pack;
@@ -283,11 +308,13 @@ fn measure(how: How, case: &Case<Params>) -> Result<Sample, LabError> {
     let scale_f = f64::from(scale);
     // The memory's range GETs and the pack's.
     let pack_key = format!("{}.pages", key_of(&s3_trace));
-    let (mut gets, mut chunks) = (0u64, 0usize);
+    let (mut gets, mut inside, mut chunks) = (0u64, 0u64, 0usize);
     for key in [key_of(&url), pack_key.as_str()] {
         let (n, distinct) = store.gets_of(key);
-        gets += n;
+        inside += n;
         chunks += distinct;
+        // Those past the pack's end too: asked for ahead, refused.
+        gets += store.all_gets_of(key);
     }
     // A restore that used a pack opened it with one GET of its first
     // 4 KiB, in place of a `HEAD` (its header, with its size and ETag):
@@ -322,7 +349,7 @@ fn measure(how: How, case: &Case<Params>) -> Result<Sample, LabError> {
         .with("gets", gets as f64 * scale_f)
         .with(
             "gets_per_chunk",
-            gets.saturating_sub(probes) as f64 / chunks,
+            inside.saturating_sub(probes) as f64 / chunks,
         )
         .with("fetched_mib", fetched as f64 / f64::from(1 << 20) * scale_f)
         .with("host_hits", host_hits as f64 * scale_f))

@@ -118,7 +118,10 @@ impl StartedPack {
     /// in order.
     pub(crate) fn start(trace_path: &Path, opts: &RestoreOptions) -> Result<StartedPack, NotUsed> {
         let path = path_for(trace_path);
-        let opened = MemorySource::open_reading_first(&path, opts, HEADER_BLOCK);
+        // Its first chunks too, in the same round trip (a pack is read
+        // whole, from its start).
+        let ahead = opts.object.fetch_ahead.min(opts.object.fetch_concurrency);
+        let opened = MemorySource::open_reading_first(&path, opts, HEADER_BLOCK, ahead);
         let (bytes, start) = opened.map_err(|e| {
             let (absent, why) = open_failure(&e);
             if absent {

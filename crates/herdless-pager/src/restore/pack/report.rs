@@ -104,7 +104,17 @@ impl PackSummary {
         let gets = self
             .object
             .as_ref()
-            .map(|o| format!(", {} GETs", o.fetches))
+            .map(|o| {
+                let ahead = if o.ahead_gets > 0 {
+                    format!(
+                        " ({} of {} asked for ahead used)",
+                        o.ahead_used, o.ahead_gets
+                    )
+                } else {
+                    String::new()
+                };
+                format!(", {} GETs{ahead}", o.fetches)
+            })
             .unwrap_or_default();
         #[cfg(not(feature = "object-store"))]
         let gets = String::new();
@@ -124,6 +134,8 @@ impl PackSummary {
                 "fetches": o.fetches,
                 "fetched_bytes": o.fetched_bytes,
                 "host_hits": o.host_hits,
+                "ahead_gets": o.ahead_gets,
+                "ahead_used": o.ahead_used,
                 "fetch_retries": o.fetch_retries,
                 "chunks_failed": o.chunks_failed,
             })

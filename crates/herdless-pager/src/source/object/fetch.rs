@@ -34,6 +34,7 @@ use bytes::Bytes;
 use futures_util::{FutureExt, StreamExt};
 use object_store::{GetOptions, GetRange};
 
+use super::ahead::{self, Ahead, Early};
 use super::buffer::ChunkBuf;
 use super::chunks::Chunks;
 use super::error::ObjectError;
@@ -77,6 +78,8 @@ pub(crate) struct Core {
     pub(crate) lock_patience: Duration,
     /// Things worth a line in the log (the first few), credentials blanked.
     pub(crate) warnings: Mutex<Vec<String>>,
+    /// The GETs made ahead when the object was opened (`ahead.rs`).
+    pub(crate) ahead: Ahead,
 }
 
 impl Core {
@@ -128,6 +131,9 @@ impl Core {
     /// behind: this process's readers get the bytes as soon as the GET
     /// ends).
     async fn load(self: &Arc<Self>, i: usize, prefetch: bool) -> Result<Bytes, ObjectError> {
+        if let Some(early) = self.ahead.take(i) {
+            return self.load_early(i, early, prefetch).await;
+        }
         if self.cache.is_none() {
             return self.get(i, prefetch).await;
         }
@@ -159,6 +165,40 @@ impl Core {
         };
         let bytes = self.get(i, prefetch).await?;
         self.write_behind(i, bytes.clone(), lock);
+        Ok(bytes)
+    }
+
+    /// Chunk `i` from its GET made ahead (`ahead.rs`), its host cache lock
+    /// taken then; fetched as usual if that answer is not the chunk's.
+    async fn load_early(
+        self: &Arc<Self>,
+        i: usize,
+        early: Early,
+        prefetch: bool,
+    ) -> Result<Bytes, ObjectError> {
+        let Early {
+            task,
+            started,
+            lock,
+        } = early;
+        let range = self.range(i);
+        let bytes = match ahead::bytes(task, self.etag.as_deref(), range.clone()).await {
+            Some(bytes) => {
+                let c = &self.counters;
+                c.fetch_latency.record(started.elapsed());
+                c.add(&c.fetches, 1);
+                c.add(&c.ahead_used, 1);
+                c.add(&c.fetched_bytes, range.end - range.start);
+                if prefetch {
+                    c.add(&c.prefetch_fetches, 1);
+                }
+                bytes
+            }
+            None => self.get(i, prefetch).await?,
+        };
+        if self.cache.is_some() {
+            self.write_behind(i, bytes.clone(), lock);
+        }
         Ok(bytes)
     }
 

@@ -79,7 +79,7 @@ pub(crate) struct HostCache {
 
 /// The directory name of an identity: its MD5, in hex (a name, not a
 /// security measure: the `identity` file inside is checked).
-fn dir_name(identity: &str) -> String {
+pub(crate) fn dir_name(identity: &str) -> String {
     md5::Md5::digest(identity.as_bytes())
         .iter()
         .map(|b| format!("{b:02x}"))

@@ -39,6 +39,7 @@
 //! The source keeps the chunks it has read in memory until it is dropped
 //! (the host cache keeps them on disk for the others).
 
+mod ahead;
 mod buffer;
 mod chunks;
 mod error;
@@ -62,7 +63,7 @@ use object_store::ObjectStoreExt;
 pub use error::ObjectError;
 pub use location::is_object_url;
 pub use options::{
-    default_cache_dir, ObjectOptions, DEFAULT_CACHE_MAX, DEFAULT_CHUNK_SIZE,
+    default_cache_dir, ObjectOptions, DEFAULT_CACHE_MAX, DEFAULT_CHUNK_SIZE, DEFAULT_FETCH_AHEAD,
     DEFAULT_FETCH_CONCURRENCY, MAX_CHUNK_SIZE,
 };
 pub use stats::ObjectStats;
@@ -134,11 +135,20 @@ fn wait_on<T: Send + 'static>(
     handle: &tokio::runtime::Handle,
     fut: impl Future<Output = T> + Send + 'static,
 ) -> Option<T> {
+    spawn_waitable(handle, fut).recv().ok()
+}
+
+/// Runs `fut` on `handle`'s runtime; its output is to be waited for from
+/// a thread that is not one of that runtime's.
+fn spawn_waitable<T: Send + 'static>(
+    handle: &tokio::runtime::Handle,
+    fut: impl Future<Output = T> + Send + 'static,
+) -> std::sync::mpsc::Receiver<T> {
     let (tx, rx) = std::sync::mpsc::sync_channel(1);
     handle.spawn(async move {
         let _ = tx.send(fut.await);
     });
-    rx.recv().ok()
+    rx
 }
 
 fn runtime(threads: usize) -> Result<tokio::runtime::Runtime, ObjectError> {
@@ -192,7 +202,7 @@ impl ObjectSource {
     /// object, refused credentials, an unusable cache directory
     /// ([`ObjectError`] has an example).
     pub fn open(url: &str, opts: &ObjectOptions) -> Result<Self, ObjectError> {
-        Self::open_probing(url, opts, 0).map(|(source, _)| source)
+        Self::open_probing(url, opts, 0, 0).map(|(source, _)| source)
     }
 
     /// Opens the object at `url` as [`open`](Self::open) does, but asks
@@ -204,6 +214,14 @@ impl ObjectSource {
     /// concurrent restores still fetch each chunk once. An empty object is
     /// an error here (no range of it can be read).
     ///
+    /// With `ahead` > 0, chunks `0..ahead` are asked for in the same round
+    /// trip, before the object's size and ETag are known (what a pack,
+    /// read whole from its start, wants: `ahead.rs` says when their
+    /// answers are used, and how restores starting together on one host
+    /// still fetch each chunk once). A chunk past the object's end costs a
+    /// refused GET; [`ObjectStats::ahead_gets`] and
+    /// [`ahead_used`](ObjectStats::ahead_used) count them.
+    ///
     /// # Examples
     /// ```
     /// use herdless_pager::object::{ObjectOptions, ObjectSource};
@@ -214,9 +232,16 @@ impl ObjectSource {
     /// let file = dir.join("vm.trace.pages");
     /// std::fs::write(&file, b"HEADER and the rest")?;
     /// let url = format!("file://{}", file.display());
-    /// let (src, start) = ObjectSource::open_reading_first(&url, &ObjectOptions::default(), 6)?;
+    /// let opts = ObjectOptions { cache_dir: Some(dir.join("cache")), ..ObjectOptions::default() };
+    /// let (src, start) = ObjectSource::open_reading_first(&url, &opts, 6, 2)?;
     /// assert_eq!((&start[..], src.len()), (&b"HEADER"[..], 19));
-    /// assert_eq!(src.stats().fetches, 0); // no chunk fetched yet
+    /// // Chunk 0 was asked for ahead; chunk 1 is past the end (a GET refused).
+    /// assert_eq!((src.stats().ahead_gets, src.stats().fetches), (2, 0));
+    /// let mut all = vec![0u8; 19];
+    /// src.read_at(0, &mut all)?; // chunk 0: the answer fetched ahead
+    /// assert_eq!(&all[..], b"HEADER and the rest");
+    /// assert_eq!((src.stats().ahead_used, src.stats().fetches), (1, 1));
+    /// drop(src);
     /// std::fs::remove_dir_all(&dir)?;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -227,8 +252,9 @@ impl ObjectSource {
         url: &str,
         opts: &ObjectOptions,
         first: u64,
+        ahead: usize,
     ) -> Result<(Self, Bytes), ObjectError> {
-        Self::open_probing(url, opts, first.max(1))
+        Self::open_probing(url, opts, first.max(1), ahead)
     }
 
     /// [`open`](Self::open) (`first` = 0: a `HEAD`) or
@@ -237,13 +263,14 @@ impl ObjectSource {
         url: &str,
         opts: &ObjectOptions,
         first: u64,
+        ahead: usize,
     ) -> Result<(Self, Bytes), ObjectError> {
         opts.check()?;
         let loc = Location::parse(url, &opts.timeouts())?;
         let rt = runtime(opts.fetch_threads)?;
         let handle = rt.handle().clone();
         let (store, path) = (Arc::clone(&loc.store), loc.path.clone());
-        let (meta, start) = wait_on(&handle, async move {
+        let probe = spawn_waitable(&handle, async move {
             if first == 0 {
                 return store.head(&path).await.map(|m| (m, Bytes::new()));
             }
@@ -254,12 +281,18 @@ impl ObjectSource {
             let got = store.get_opts(&path, range).await?;
             let meta = got.meta.clone();
             Ok((meta, got.bytes().await?))
-        })
-        .ok_or_else(|| ObjectError::Other {
-            url: loc.shown.clone(),
-            reason: "the fetcher stopped".into(),
-        })?
-        .map_err(|e| classify(&loc, None, e))?;
+        });
+        // Chunks asked for ahead, in this round trip, after the probe (the
+        // store answers it first: `ahead.rs`).
+        let asked = ahead::Asked::start(&handle, &loc, opts, ahead);
+        let (meta, start) = probe
+            .recv()
+            .ok()
+            .ok_or_else(|| ObjectError::Other {
+                url: loc.shown.clone(),
+                reason: "the fetcher stopped".into(),
+            })?
+            .map_err(|e| classify(&loc, None, e))?;
         let len = meta.size;
         let etag = meta.e_tag.clone();
         // What the host cache keys the chunks by: never another object's
@@ -284,6 +317,8 @@ impl ObjectSource {
                 })
             })
             .transpose()?;
+        let ahead_gets = asked.gets();
+        let ahead = asked.settle(len, opts, cache.as_ref());
         let n = usize::try_from(len.div_ceil(opts.chunk_size)).map_err(|_| {
             ObjectError::Option(format!(
                 "{len} bytes in chunks of {} are too many",
@@ -306,7 +341,9 @@ impl ObjectSource {
             lock_patience: opts.lock_patience,
             warnings: Mutex::new(Vec::new()),
             writes: write_behind::WriteBehind::new(),
+            ahead,
         };
+        core.counters.add(&core.counters.ahead_gets, ahead_gets);
         let writes = core.writes.pending();
         let source = ObjectSource {
             core: Arc::new(core),

@@ -18,6 +18,11 @@ pub const DEFAULT_CACHE_MAX: u64 = 8 << 30;
 /// Default number of chunks the prefetch fetches at once.
 pub const DEFAULT_FETCH_CONCURRENCY: usize = 16;
 
+/// Default number of a pack's chunks asked for in the round trip that
+/// opens it, before its size is known (`ahead.rs`; at most the fetch
+/// concurrency).
+pub const DEFAULT_FETCH_AHEAD: usize = 16;
+
 /// The largest chunk accepted.
 pub const MAX_CHUNK_SIZE: u64 = 1 << 30;
 
@@ -53,6 +58,13 @@ pub struct ObjectOptions {
     /// Chunks the prefetch fetches at once (demand reads are not counted:
     /// they start at once).
     pub fetch_concurrency: usize,
+    /// Chunks of a restore's pack asked for in the round trip that opens
+    /// it, before its size and ETag are known (0: none; no more than
+    /// `fetch_concurrency` are): its working set arrives a round trip
+    /// sooner. A pack of fewer chunks costs a refused GET for each one
+    /// past its end; a host cache holding the pack already, or another
+    /// process fetching it, means none are (`ObjectSource::open_reading_first`).
+    pub fetch_ahead: usize,
     /// Tries after the first for a GET that failed in a way that may pass
     /// (the network, `5xx`); `404`, `403` and a changed object are final.
     pub retries: u32,
@@ -81,6 +93,7 @@ impl Default for ObjectOptions {
             cache_dir: Some(default_cache_dir()),
             cache_max: DEFAULT_CACHE_MAX,
             fetch_concurrency: DEFAULT_FETCH_CONCURRENCY,
+            fetch_ahead: DEFAULT_FETCH_AHEAD,
             retries: 4,
             retry_backoff: Duration::from_millis(50),
             request_timeout: Duration::from_secs(30),

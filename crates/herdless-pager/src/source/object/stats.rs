@@ -33,6 +33,8 @@ pub(crate) struct Counters {
     pub(crate) host_lock_timeouts: AtomicU64,
     pub(crate) chunk_waits: AtomicU64,
     pub(crate) cache_write_errors: AtomicU64,
+    pub(crate) ahead_gets: AtomicU64,
+    pub(crate) ahead_used: AtomicU64,
     pub(crate) fetch_latency: Histogram,
     pub(crate) wait_latency: Histogram,
 }
@@ -83,6 +85,14 @@ pub struct ObjectStats {
     pub cache_write_errors: u64,
     /// Chunk files this process evicted from the host cache.
     pub cache_evictions: u64,
+    /// GETs of chunks made ahead, in the round trip that opened the object
+    /// (a pack's first chunks: `ahead.rs`), before its size and ETag were
+    /// known.
+    pub ahead_gets: u64,
+    /// Of those, the ones whose answers were used (counted in `fetches`
+    /// too); the rest were past the object's end, found in the host cache,
+    /// failed, or came from another version of the object.
+    pub ahead_used: u64,
     /// Round trip of each successful GET (request to last byte).
     pub fetch_latency: Latency,
     /// How long reads that waited for a chunk waited.
@@ -110,6 +120,8 @@ impl Counters {
             chunk_waits: l(&self.chunk_waits),
             cache_write_errors: l(&self.cache_write_errors),
             cache_evictions: evictions,
+            ahead_gets: l(&self.ahead_gets),
+            ahead_used: l(&self.ahead_used),
             fetch_latency: within_max(self.fetch_latency.latency()),
             wait_latency: within_max(self.wait_latency.latency()),
         }
