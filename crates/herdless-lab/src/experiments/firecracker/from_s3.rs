@@ -10,6 +10,9 @@
 //! - `hl-s3-prefetch` (after): the memory `s3://…`, `--prefetch s3://…`
 //!   with the trace's pack (`TRACE.pages`) beside it in the bucket, as
 //!   `herdless-uffd --record s3://…` leaves them;
+//! - `hl-s3-no-ahead`: `hl-s3-prefetch` with `--fetch-ahead 0` (the
+//!   pack's chunks asked for once its first GET has answered: stop 37's
+//!   restore);
 //! - `hl-s3-no-cache`: `hl-s3-prefetch` with `--no-cache` (no host cache:
 //!   what writing the fetched chunks there costs the restore);
 //! - `hl-s3-2m`: the memory `s3://…`, no trace, `--fault-around 2M`
@@ -98,6 +101,14 @@ pub(super) fn section() -> Section<S3Params> {
                     },
                 ),
                 (
+                    "hl-s3-no-ahead",
+                    Role::Peer,
+                    Served::S3 {
+                        prefetch: true,
+                        args: &["--fetch-ahead", "0"],
+                    },
+                ),
+                (
                     "hl-s3-no-cache",
                     Role::Peer,
                     Served::S3 {
@@ -121,6 +132,7 @@ pub(super) fn section() -> Section<S3Params> {
                 .on_metric("start_ms")
                 .at_case("20 ms"),
         )
+        .ratio(Ratio::of("hl-s3-no-ahead", "hl-s3-prefetch").at_case("20 ms"))
         .ratio(Ratio::of("hl-s3-prefetch", "hl-s3-no-cache"))
         .ratio(Ratio::of("hl-s3-2m", "hl-s3-prefetch"))
 }
