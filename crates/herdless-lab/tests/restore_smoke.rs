@@ -135,6 +135,7 @@ fn restore_from_s3_smoke_fetches_each_chunk_once_however_many_restores() {
         [
             "local-prefetch",
             "s3-prefetch",
+            "s3-prefetch-no-ahead",
             "s3-prefetch-no-pack",
             "s3-on-demand",
             "s3-on-demand-4k",
@@ -154,6 +155,7 @@ fn restore_from_s3_smoke_fetches_each_chunk_once_however_many_restores() {
         };
         for v in [
             "s3-prefetch",
+            "s3-prefetch-no-ahead",
             "s3-prefetch-no-pack",
             "s3-on-demand",
             "s3-on-demand-4k",
@@ -168,11 +170,16 @@ fn restore_from_s3_smoke_fetches_each_chunk_once_however_many_restores() {
         }
         // The pack: the working set (10 % of 4096 pages) and a 4 KiB
         // header, one 2 MiB GET, after the GET of its first 4 KiB that
-        // opens it (in place of a `HEAD`); nothing of the memory.
+        // opens it (in place of a `HEAD`); nothing of the memory. Asked
+        // for ahead (in the round trip that opens it), with 15 more chunks
+        // past its end: refused, counted in `gets` only.
         let pack_mib = f64::from(4096 * (409 + 1)) / f64::from(1 << 20);
-        assert_eq!(m("s3-prefetch", "gets"), 2.0);
-        assert!((m("s3-prefetch", "fetched_mib") - pack_mib).abs() < 1e-9);
-        assert_eq!(m("s3-prefetch", "host_hits"), 0.0, "a cold cache");
+        assert_eq!(m("s3-prefetch", "gets"), 2.0 + 15.0);
+        assert_eq!(m("s3-prefetch-no-ahead", "gets"), 2.0);
+        for v in ["s3-prefetch", "s3-prefetch-no-ahead"] {
+            assert!((m(v, "fetched_mib") - pack_mib).abs() < 1e-9, "{v}");
+            assert_eq!(m(v, "host_hits"), 0.0, "{v}: a cold cache");
+        }
         // Without it: a 16 MiB object in 2 MiB chunks; the working set
         // touches them all.
         assert_eq!(m("s3-prefetch-no-pack", "gets"), 8.0);
