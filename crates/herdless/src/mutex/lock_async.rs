@@ -62,6 +62,17 @@
 //! in vain, and the clock read at every plain wake was 15% of a lock held
 //! across an `.await` (the lab's `async` held rows, issue 25).
 //! `unlock_fair` always hands the lock over, to a task or a thread.
+//!
+//! How many wakes in vain a task takes before it asks is a knob for
+//! experiments (`HERDLESS_MUTEX_TUNING=taskask=N`; 0: never, a task then
+//! has no bound on its wait while tasks barge). Stop 38 measured it on 2
+//! cores (the lab's smol table, held rows, five interleaved runs each,
+//! herdless's M locks/s at 4, 16 and 64 held): asking after 1 wake (the
+//! default) 1.66, 1.59, 1.57; after 4 wakes 2.05, 1.98, 1.77; never 2.51,
+//! 2.35, 2.49, against async-lock's 1.44–2.10 (its wake-in-vain bound is
+//! 0.5 ms of starving). The runs swing between regimes (all three locks
+//! at 4.0–4.5 in two of the fifteen), so the default stays until the
+//! 16-core machine measures it (issue 25).
 
 use std::future::Future;
 use std::pin::Pin;
@@ -106,6 +117,8 @@ pub struct RawLock<'a> {
     /// The task's record, built at the first park; pinned (the future is
     /// never moved once polled, and the record is dropped in place).
     park: TaskPark,
+    /// Wakes that found the lock held (the task parked again).
+    vain: u32,
 }
 
 impl RawMutex {
@@ -119,6 +132,7 @@ impl RawMutex {
             mutex: self,
             state: State::Idle,
             park: TaskPark::new(FutexTable::global()),
+            vain: 0,
         }
     }
 
@@ -146,7 +160,11 @@ impl RawLock<'_> {
     fn contend(&mut self, waker: &Waker, woken: bool) -> Poll<()> {
         let mutex = self.mutex;
         let word = mutex.word();
-        let front = woken && SpinBudget::get().front;
+        let budget = SpinBudget::get();
+        let front = woken && budget.front;
+        // Asking once woken in vain `task_ask_after` times (module doc).
+        let vain = self.vain + u32::from(woken);
+        let asks = woken && budget.task_ask_after != 0 && vain >= budget.task_ask_after;
         let mut state = word.load(Ordering::Relaxed);
         loop {
             // Only the WAKING owner sets ASKING, and tasks never ask: no
@@ -191,11 +209,12 @@ impl RawLock<'_> {
                     address(word),
                     || mutex.validate_park(woken),
                     front,
-                    woken,
+                    asks,
                     waker,
                 )
             };
             if queued {
+                self.vain = vain;
                 self.state = State::Queued;
                 return Poll::Pending;
             }

@@ -43,6 +43,9 @@ pub(super) struct SpinBudget {
     /// Whether a woken thread that lost goes back to the head of the queue
     /// (else to the tail, as std's and parking_lot's do).
     pub(super) front: bool,
+    /// Wakes in vain after which a task asks the next waking unlock for
+    /// the lock (`lock_async.rs`, "Fairness"); 0: never asks.
+    pub(super) task_ask_after: u32,
     /// The gap that makes a thread rare: one that finds a mutex taken at
     /// most once per gap sleeps at the head of the queue
     /// (`rare_parker.rs`); zero: no thread does.
@@ -56,7 +59,7 @@ impl SpinBudget {
     /// The budget for this machine (`HERDLESS_MUTEX_TUNING` overrides it
     /// for experiments: `pause=R,yield=Y,past=0|1,watch=W,ask=0|1,
     /// askpause=R,front=0|1,waking_yield=0|1|2,rare=MICROSECONDS,
-    /// rarecount=0|1`).
+    /// rarecount=0|1,taskask=N`).
     ///
     /// `waking_yield`: which mutexes' newcomers yield only while a woken
     /// thread is awake (0: none, 1: those a condvar waits with, the
@@ -106,6 +109,7 @@ impl SpinBudget {
                 ask: true,
                 ask_rounds: 4,
                 front: true,
+                task_ask_after: 1,
                 rare_gap: RARE_GAP,
                 rare_counts: true,
             }
@@ -139,6 +143,7 @@ impl SpinBudget {
                 ask: true,
                 ask_rounds: 7,
                 front: true,
+                task_ask_after: 1,
                 rare_gap: RARE_GAP,
                 rare_counts: true,
             }
@@ -155,6 +160,7 @@ impl SpinBudget {
                 "ask" => self.ask = value != 0,
                 "askpause" => self.ask_rounds = value,
                 "front" => self.front = value != 0,
+                "taskask" => self.task_ask_after = value,
                 "rare" => self.rare_gap = Duration::from_micros(value.into()),
                 "rarecount" => self.rare_counts = value != 0,
                 "waking_yield" => {
@@ -285,7 +291,9 @@ mod tests {
                 count(&budget, false),
                 "by default a woken thread spins the whole budget before it asks"
             );
-            budget.apply("askpause=2,rarecount=0");
+            assert_eq!(budget.task_ask_after, 1, "a task asks once woken in vain");
+            budget.apply("askpause=2,rarecount=0,taskask=4");
+            assert_eq!(budget.task_ask_after, 4);
             assert_eq!(count(&budget, true), 2);
             assert_eq!(count(&budget, false), budget.pause_rounds);
             assert!(!budget.rare_counts);
