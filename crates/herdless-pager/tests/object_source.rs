@@ -139,6 +139,55 @@ fn sources_sharing_a_host_cache_fetch_each_chunk_once() {
 }
 
 #[test]
+fn a_prefetch_goes_on_past_a_chunk_another_source_is_fetching() {
+    let Some(w) = world("past") else { return };
+    let len = 4 * CHUNK as usize;
+    let data = seeded_bytes(len, 9);
+    w.server.put("snaps", "vm.mem", data.clone()).unwrap();
+    // One fetch at a time each: a prefetch that waited for a chunk locked
+    // on the host would fetch nothing else meanwhile.
+    let one = ObjectOptions {
+        fetch_concurrency: 1,
+        ..opts(&w, Some("cache"))
+    };
+    let a = ObjectSource::open("s3://snaps/vm.mem", &one).unwrap();
+    let b = ObjectSource::open("s3://snaps/vm.mem", &one).unwrap();
+    w.server.hold_gets("snaps", "vm.mem", 0);
+    a.prefetch([(0, CHUNK)]);
+    let gets = || w.server.gets_of("snaps", "vm.mem");
+    let until = |what: &str, done: &dyn Fn() -> bool| {
+        let deadline = std::time::Instant::now() + Duration::from_secs(20);
+        while !done() {
+            assert!(std::time::Instant::now() < deadline, "{what}: {:?}", gets());
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    };
+    until("a's GET of chunk 0 arrives (and is held)", &|| {
+        gets().get(&0) == Some(&1)
+    });
+    // Chunk 0 is locked on the host by `a`, its GET held: `b`'s prefetch
+    // leaves it to a waiting task and fetches the three others.
+    b.prefetch([(0, len as u64)]);
+    until("b fetches chunks 1 to 3", &|| {
+        (1..4).all(|i| gets().get(&(i * CHUNK)) == Some(&1))
+    });
+    assert_eq!(gets().get(&0), Some(&1), "chunk 0 not fetched by b");
+    w.server.release_gets("snaps", "vm.mem", 0);
+    for src in [&a, &b] {
+        let mut all = vec![0u8; len];
+        src.read_at(0, &mut all).unwrap();
+        assert!(all == data);
+    }
+    assert!(
+        gets().values().all(|&n| n == 1),
+        "each chunk once: {:?}",
+        gets()
+    );
+    assert_eq!((b.stats().fetches, b.stats().host_hits), (3, 1));
+    assert_eq!((a.stats().fetches, a.stats().host_hits), (1, 3));
+}
+
+#[test]
 fn a_failing_get_is_retried_and_one_that_keeps_failing_fails_its_reads_only() {
     let Some(w) = world("fail") else { return };
     let len = 4 * CHUNK as usize;

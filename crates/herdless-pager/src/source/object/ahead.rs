@@ -87,6 +87,12 @@ pub(crate) struct Ahead {
 }
 
 impl Ahead {
+    /// Whether chunk `i` has a GET fetched ahead, not yet taken.
+    pub(crate) fn has(&self, i: usize) -> bool {
+        let slots = self.slots.lock().unwrap_or_else(PoisonError::into_inner);
+        slots.get(i).is_some_and(Option::is_some)
+    }
+
     /// Takes chunk `i`'s GET fetched ahead, if there is one.
     pub(crate) fn take(&self, i: usize) -> Option<Early> {
         let mut slots = self.slots.lock().unwrap_or_else(PoisonError::into_inner);
@@ -203,7 +209,7 @@ fn settle(
             slots.push(None);
             continue;
         }
-        let lock = match cache.map(|c| c.find_or_lock(i, want, Duration::ZERO)) {
+        let lock = match cache.map(|c| c.find_or_lock(i, want)) {
             Some(Ok(Lookup::Found(_))) => {
                 task.abort();
                 slots.push(None);
@@ -392,7 +398,7 @@ mod tests {
             Mark::Lead(_)
         ));
         let cache = HostCache::open(&root, "an identity", 1 << 30).unwrap();
-        let Ok(Lookup::Locked(chunk0)) = cache.find_or_lock(0, 4, Duration::ZERO) else {
+        let Ok(Lookup::Locked(chunk0)) = cache.find_or_lock(0, 4) else {
             panic!("chunk 0's lock is free");
         };
         lead_done(Some(lead), Some(&cache));

@@ -22,9 +22,12 @@
 //! that does not find it takes the chunk's lock (`flock`, exclusive, on
 //! `N.lock`), looks again (the holder before it may have written it), and
 //! only then fetches, writes and renames, and unlocks. So while the
-//! locks are kept, each chunk is fetched once per host. A lock is waited
-//! for at most a bounded time (another process may be stopped); then the
-//! waiter fetches on its own (a second fetch, never a hang).
+//! locks are kept, each chunk is fetched once per host. A process that
+//! finds the lock held looks again every few milliseconds (`fetch.rs`:
+//! a task's sleep, and its prefetch goes on with the chunks nobody is
+//! fetching meanwhile), for at most a bounded time (another process may
+//! be stopped); then it fetches on its own (a second fetch, never a
+//! hang).
 //!
 //! # Eviction (`--cache-max`)
 //! After writing a tenth of the limit, a process adds up the cache's
@@ -41,7 +44,7 @@ use std::io::{self, Read, Write};
 use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, SystemTime};
 
 use bytes::Bytes;
 use md5::Digest;
@@ -59,7 +62,7 @@ pub(crate) enum Lookup {
     Found(Bytes),
     /// Not there: this process holds its lock and fetches it.
     Locked(File),
-    /// Not there, and another process held its lock past the patience.
+    /// Not there, and another process holds its lock (fetching it).
     LockTimedOut,
 }
 
@@ -166,17 +169,14 @@ impl HostCache {
 
     /// Chunk `i` if the cache has it; otherwise its lock, and the chunk if
     /// the process that held the lock before wrote it meanwhile (module
-    /// doc: look, lock, look again).
-    pub(crate) fn find_or_lock(
-        &self,
-        i: usize,
-        len: usize,
-        patience: Duration,
-    ) -> io::Result<Lookup> {
+    /// doc: look, lock, look again); `LockTimedOut` if another process
+    /// holds the lock now (it is fetching the chunk: the caller looks
+    /// again later, `fetch.rs`). Never waits.
+    pub(crate) fn find_or_lock(&self, i: usize, len: usize) -> io::Result<Lookup> {
         if let Some(bytes) = self.read(i, len)? {
             return Ok(Lookup::Found(bytes));
         }
-        let lock = self.lock(i, patience)?;
+        let lock = self.lock(i)?;
         // (A failure to read now is a miss: the lock is ours to fetch with.)
         if let Ok(Some(bytes)) = self.read(i, len) {
             return Ok(Lookup::Found(bytes));
@@ -184,33 +184,21 @@ impl HostCache {
         Ok(lock.map_or(Lookup::LockTimedOut, Lookup::Locked))
     }
 
-    /// Takes chunk `i`'s lock, waiting up to `patience` for another
-    /// process holding it; `None` if it was still held then.
-    fn lock(&self, i: usize, patience: Duration) -> io::Result<Option<File>> {
+    /// Takes chunk `i`'s lock if no other process holds it.
+    fn lock(&self, i: usize) -> io::Result<Option<File>> {
         let path = self.dir.join(format!("{i}.lock"));
         let file = File::options()
             .create(true)
             .truncate(false)
             .write(true)
             .open(path)?;
-        let deadline = Instant::now() + patience;
-        let mut pause = Duration::from_micros(200);
         loop {
             match rustix::fs::flock(&file, FlockOperation::NonBlockingLockExclusive) {
                 Ok(()) => return Ok(Some(file)),
-                Err(rustix::io::Errno::WOULDBLOCK) => {}
-                Err(rustix::io::Errno::INTR) => continue,
+                Err(rustix::io::Errno::WOULDBLOCK) => return Ok(None),
+                Err(rustix::io::Errno::INTR) => {}
                 Err(e) => return Err(e.into()),
             }
-            if Instant::now() >= deadline {
-                return Ok(None);
-            }
-            // The holder is fetching over the network: polling every few
-            // milliseconds costs nothing next to that, and the wait stays
-            // bounded (a blocking flock could wait forever on a stopped
-            // process).
-            std::thread::sleep(pause);
-            pause = (pause * 2).min(Duration::from_millis(5));
         }
     }
 
@@ -321,9 +309,9 @@ mod tests {
         let root = temp("roundtrip");
         let a = HostCache::open(&root, "object a", 1 << 30).unwrap();
         assert_eq!(a.read(3, 5).unwrap(), None);
-        let lock = a.lock(3, Duration::ZERO).unwrap().expect("a free lock");
+        let lock = a.lock(3).unwrap().expect("a free lock");
         assert!(
-            a.lock(3, Duration::from_millis(1)).unwrap().is_none(),
+            a.lock(3).unwrap().is_none(),
             "flock excludes a second open file description"
         );
         a.store(3, b"hello").unwrap();
