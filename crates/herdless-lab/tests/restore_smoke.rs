@@ -172,9 +172,11 @@ fn restore_from_s3_smoke_fetches_each_chunk_once_however_many_restores() {
         // header, one 2 MiB GET, after the GET of its first 4 KiB that
         // opens it (in place of a `HEAD`); nothing of the memory. Asked
         // for ahead (in the round trip that opens it), with 15 more chunks
-        // past its end: refused, counted in `gets` only.
+        // past its end: refused (or cancelled before they were sent, once
+        // the pack's size is known), counted in `gets` only.
         let pack_mib = f64::from(4096 * (409 + 1)) / f64::from(1 << 20);
-        assert_eq!(m("s3-prefetch", "gets"), 2.0 + 15.0);
+        let gets = m("s3-prefetch", "gets");
+        assert!((2.0..=2.0 + 15.0).contains(&gets), "{gets}");
         assert_eq!(m("s3-prefetch-no-ahead", "gets"), 2.0);
         for v in ["s3-prefetch", "s3-prefetch-no-ahead"] {
             assert!((m(v, "fetched_mib") - pack_mib).abs() < 1e-9, "{v}");

@@ -173,10 +173,11 @@ fn record_then_prefetch_through_s3_reads_the_working_set_from_its_pack_only() {
     // The pack in few GETs: the one that opened it (its first 4 KiB:
     // header, size and ETag) and its one 64 KiB chunk (4 KiB of header,
     // 52 KiB of pages), asked for ahead in the same round trip with 15
-    // more past its end (refused: its size was not known yet).
+    // more past its end (refused: its size was not known yet; or
+    // cancelled before they were sent, once it was).
     let gets = w.server.gets_of("snaps", "ws.trace.pages");
     assert_eq!(gets.get(&0), Some(&2), "{gets:?}");
-    assert_eq!(gets.len(), 16, "{gets:?}");
+    assert!(gets.len() <= 16, "{gets:?}");
     assert!(
         gets.iter()
             .all(|(&first, &n)| first == 0 || (first >= pack.len() as u64 && n == 1)),

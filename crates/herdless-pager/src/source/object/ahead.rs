@@ -192,7 +192,8 @@ fn start(
 }
 
 /// Chunks `started` fetched ahead of an object of `len` bytes, now
-/// opened: those past its end dropped, the others' host cache locks taken
+/// opened: those past its end dropped (cancelled, if not sent yet: the
+/// store sees a refused GET or none), the others' host cache locks taken
 /// (a chunk the cache holds is dropped: read from there).
 fn settle(
     started: Vec<(Task, Instant)>,
@@ -216,7 +217,7 @@ fn settle(
                 continue;
             }
             Some(Ok(Lookup::Locked(file))) => Some(file),
-            Some(Ok(Lookup::LockTimedOut)) | Some(Err(_)) | None => None,
+            Some(Ok(Lookup::HeldElsewhere)) | Some(Err(_)) | None => None,
         };
         slots.push(Some(Early {
             task,

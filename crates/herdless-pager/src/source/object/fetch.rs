@@ -148,7 +148,7 @@ impl Core {
     }
 
     /// One look in the host cache for chunk `i`, without waiting: the
-    /// chunk, its lock (ours now), or `LockTimedOut` if another process
+    /// chunk, its lock (ours now), or `HeldElsewhere` if another process
     /// holds the lock (it is fetching the chunk).
     async fn look(self: &Arc<Self>, i: usize) -> std::io::Result<Lookup> {
         let want = (self.range(i).end - self.range(i).start) as usize;
@@ -157,7 +157,7 @@ impl Core {
 
     /// Looks for chunk `i` in the host cache until it is there or its lock
     /// is ours, while another process holds the lock, at most the lock
-    /// patience (then `LockTimedOut`: this process fetches it too). The
+    /// patience (then `HeldElsewhere`: this process fetches it too). The
     /// wait is a task's sleep between looks, not a blocking thread's: many
     /// chunks can wait at once.
     async fn wait_for_lock(self: &Arc<Self>, i: usize) -> std::io::Result<Lookup> {
@@ -165,7 +165,7 @@ impl Core {
         let mut pause = Duration::from_micros(250);
         loop {
             match self.look(i).await {
-                Ok(Lookup::LockTimedOut) if Instant::now() < deadline => {
+                Ok(Lookup::HeldElsewhere) if Instant::now() < deadline => {
                     // The holder is fetching over the network: a look every
                     // few milliseconds costs nothing next to that.
                     tokio::time::sleep(pause).await;
@@ -205,7 +205,7 @@ impl Core {
                 return Ok(bytes);
             }
             Ok(Lookup::Locked(file)) => Some(file),
-            Ok(Lookup::LockTimedOut) => {
+            Ok(Lookup::HeldElsewhere) => {
                 self.counters.add(&self.counters.host_lock_timeouts, 1);
                 None
             }
@@ -389,7 +389,7 @@ impl Core {
                 continue;
             }
             match self.look(next).await {
-                Ok(Lookup::LockTimedOut) => {
+                Ok(Lookup::HeldElsewhere) => {
                     let core = Arc::clone(&self);
                     self.handle
                         .spawn(async move { core.fetch_and_complete(next, true, None).await });

@@ -63,7 +63,7 @@ pub(crate) enum Lookup {
     /// Not there: this process holds its lock and fetches it.
     Locked(File),
     /// Not there, and another process holds its lock (fetching it).
-    LockTimedOut,
+    HeldElsewhere,
 }
 
 /// One object's chunks in the host cache.
@@ -169,7 +169,7 @@ impl HostCache {
 
     /// Chunk `i` if the cache has it; otherwise its lock, and the chunk if
     /// the process that held the lock before wrote it meanwhile (module
-    /// doc: look, lock, look again); `LockTimedOut` if another process
+    /// doc: look, lock, look again); `HeldElsewhere` if another process
     /// holds the lock now (it is fetching the chunk: the caller looks
     /// again later, `fetch.rs`). Never waits.
     pub(crate) fn find_or_lock(&self, i: usize, len: usize) -> io::Result<Lookup> {
@@ -181,7 +181,7 @@ impl HostCache {
         if let Ok(Some(bytes)) = self.read(i, len) {
             return Ok(Lookup::Found(bytes));
         }
-        Ok(lock.map_or(Lookup::LockTimedOut, Lookup::Locked))
+        Ok(lock.map_or(Lookup::HeldElsewhere, Lookup::Locked))
     }
 
     /// Takes chunk `i`'s lock if no other process holds it.

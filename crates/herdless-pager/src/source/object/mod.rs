@@ -219,7 +219,8 @@ impl ObjectSource {
     /// read whole from its start, wants: `ahead.rs` says when their
     /// answers are used, and how restores starting together on one host
     /// still fetch each chunk once). A chunk past the object's end costs a
-    /// refused GET; [`ObjectStats::ahead_gets`] and
+    /// refused GET, unless it was not sent yet when the size became known
+    /// (then it is cancelled); [`ObjectStats::ahead_gets`] and
     /// [`ahead_used`](ObjectStats::ahead_used) count them.
     ///
     /// # Examples

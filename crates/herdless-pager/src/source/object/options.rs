@@ -61,7 +61,7 @@ pub struct ObjectOptions {
     /// Chunks of a restore's pack asked for in the round trip that opens
     /// it, before its size and ETag are known (0: none; no more than
     /// `fetch_concurrency` are): its working set arrives a round trip
-    /// sooner. A pack of fewer chunks costs a refused GET for each one
+    /// sooner. A pack of fewer chunks costs up to a refused GET for each one
     /// past its end; a host cache holding the pack already, or another
     /// process fetching it, means none are (`ObjectSource::open_reading_first`).
     pub fetch_ahead: usize,
