@@ -275,26 +275,10 @@ fn mark(root: Option<&Path>, url: &str) -> Mark {
     let _ = file.read_to_string(&mut named);
     let named = named.trim();
     let safe = !named.is_empty() && named.bytes().all(|b| b.is_ascii_hexdigit());
-    if safe && first_chunk_there_or_coming(&root.join(named)) {
+    if safe && HostCache::chunk_there_or_coming(&root.join(named), 0) {
         return Mark::Skip(Some(file));
     }
     Mark::Lead(Some(file))
-}
-
-/// Whether the object directory `dir` holds its chunk 0, or a process
-/// holds that chunk's lock (the leader before, whose answers are still
-/// coming).
-fn first_chunk_there_or_coming(dir: &Path) -> bool {
-    if dir.join("0").is_file() {
-        return true;
-    }
-    let Ok(lock) = File::open(dir.join("0.lock")) else {
-        return false;
-    };
-    matches!(
-        rustix::fs::flock(&lock, FlockOperation::NonBlockingLockShared),
-        Err(rustix::io::Errno::WOULDBLOCK)
-    )
 }
 
 /// The leader's end (module doc): names the object's directory in the

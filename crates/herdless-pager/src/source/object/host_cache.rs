@@ -12,6 +12,8 @@
 //!     17                          chunk 17, complete (appears only by rename)
 //!     17.lock                     held (flock) by the process fetching chunk 17
 //!     .17.4242.3.tmp              chunk 17 being written by process 4242
+//!   ahead/<md5 of the URL>.ahead  who fetches a pack's first chunks ahead, and the
+//!                                 object directory it last named (`ahead.rs`)
 //! ```
 //! A directory is keyed by the object's identity, so a replaced object
 //! (another ETag or version) never reads the old one's chunks.
@@ -141,6 +143,22 @@ impl HostCache {
         self.dir.join(i.to_string())
     }
 
+    /// Whether the object directory `dir` (named as [`dir`](Self::dir)
+    /// names one) holds chunk `i` whole, or a process holds that chunk's
+    /// lock (it is fetching it): without opening the object.
+    pub(crate) fn chunk_there_or_coming(dir: &Path, i: usize) -> bool {
+        if dir.join(i.to_string()).is_file() {
+            return true;
+        }
+        let Ok(lock) = File::open(lock_path(dir, i)) else {
+            return false;
+        };
+        matches!(
+            rustix::fs::flock(&lock, FlockOperation::NonBlockingLockShared),
+            Err(rustix::io::Errno::WOULDBLOCK)
+        )
+    }
+
     /// Chunk `i`, if the cache has it whole (`len` bytes); a hit marks it
     /// recently used.
     fn read(&self, i: usize, len: usize) -> io::Result<Option<Bytes>> {
@@ -186,12 +204,11 @@ impl HostCache {
 
     /// Takes chunk `i`'s lock if no other process holds it.
     fn lock(&self, i: usize) -> io::Result<Option<File>> {
-        let path = self.dir.join(format!("{i}.lock"));
         let file = File::options()
             .create(true)
             .truncate(false)
             .write(true)
-            .open(path)?;
+            .open(lock_path(&self.dir, i))?;
         loop {
             match rustix::fs::flock(&file, FlockOperation::NonBlockingLockExclusive) {
                 Ok(()) => return Ok(Some(file)),
@@ -283,6 +300,11 @@ impl HostCache {
             }
         }
     }
+}
+
+/// Chunk `i`'s lock file in the object directory `dir`.
+fn lock_path(dir: &Path, i: usize) -> PathBuf {
+    dir.join(format!("{i}.lock"))
 }
 
 /// Removes a chunk's lock file if nobody holds its lock.
