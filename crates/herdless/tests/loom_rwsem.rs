@@ -2,8 +2,10 @@
 //!
 //! Run: `RUSTFLAGS="--cfg loom" cargo test -p herdless --release --test loom_rwsem`.
 //! Each model is named after the interleaving it pins and runs on the
-//! default configuration and on the seed's "before" (generic count, wake
-//! under the lock). A lost grant shows up as a loom deadlock report; a
+//! default configuration, on the seed's "before" (generic count, wake
+//! under the lock), and on the default with spinning writers' claims on
+//! (`HERDLESS_RWSEM_TUNING=intent=1`; the claim's own models are last). A
+//! lost grant shows up as a loom deadlock report; a
 //! grant without the happens-before edge as a data race on the protected
 //! `UnsafeCell`. Under loom a timed wait sleeps once and then times out, so
 //! loom places the timeout anywhere after the waiter has queued.
@@ -18,30 +20,50 @@ use loom::thread;
 use herdless::rwsem::RawRwSem;
 use herdless::variants::{Counting, RwSemConfig, WakeTiming};
 
-const CONFIGS: [RwSemConfig; 2] = [
-    RwSemConfig::DEFAULT,
-    RwSemConfig::new(Counting::Generic, WakeTiming::WakeUnderLock),
+/// One semaphore set-up a model runs on: a configuration, and whether
+/// spinning writers claim a reader-held lock (`HERDLESS_RWSEM_TUNING=intent=1`
+/// outside loom; under loom the claimant spins two rounds).
+#[derive(Clone, Copy, Debug)]
+struct Variant {
+    config: RwSemConfig,
+    claims: bool,
+}
+
+const VARIANTS: [Variant; 3] = [
+    Variant {
+        config: RwSemConfig::DEFAULT,
+        claims: false,
+    },
+    Variant {
+        config: RwSemConfig::new(Counting::Generic, WakeTiming::WakeUnderLock),
+        claims: false,
+    },
+    Variant {
+        config: RwSemConfig::DEFAULT,
+        claims: true,
+    },
 ];
 
 /// A long timeout: under loom it fires whenever loom chooses anyway.
 const TIMEOUT: Duration = Duration::from_secs(1);
 
-/// Runs `f` on each of `CONFIGS` at the given preemption bound. Set
-/// `HERDLESS_LOOM_COUNTING=generic` (or `atomic`) to run one counting only,
+/// Runs `f` on each of `VARIANTS` at the given preemption bound. Set
+/// `HERDLESS_LOOM_COUNTING=generic`, `atomic` or `claims` to run one only,
 /// e.g. to see which one a mutation breaks.
-fn model(bound: usize, f: impl Fn(RwSemConfig) + Sync + Send + 'static) {
+fn model(bound: usize, f: impl Fn(Variant) + Sync + Send + 'static) {
     let f = std::sync::Arc::new(f);
     let only = std::env::var("HERDLESS_LOOM_COUNTING").ok();
-    let wanted = |config: &RwSemConfig| match only.as_deref() {
-        Some("generic") => config.counting == Counting::Generic,
-        Some("atomic") => config.counting == Counting::AtomicCount,
+    let wanted = |v: &Variant| match only.as_deref() {
+        Some("generic") => v.config.counting == Counting::Generic,
+        Some("atomic") => v.config.counting == Counting::AtomicCount && !v.claims,
+        Some("claims") => v.claims,
         _ => true,
     };
-    for config in CONFIGS.into_iter().filter(wanted) {
+    for variant in VARIANTS.into_iter().filter(wanted) {
         let f = f.clone();
         let mut builder = loom::model::Builder::new();
         builder.preemption_bound = Some(bound);
-        builder.check(move || f(config));
+        builder.check(move || f(variant));
     }
 }
 
@@ -57,9 +79,13 @@ unsafe impl Sync for Guarded {}
 unsafe impl Send for Guarded {}
 
 impl Guarded {
-    fn new(config: RwSemConfig) -> Arc<Self> {
+    fn new(v: Variant) -> Arc<Self> {
         Arc::new(Guarded {
-            sem: RawRwSem::with_config(config),
+            sem: if v.claims {
+                RawRwSem::with_writer_claims(v.config)
+            } else {
+                RawRwSem::with_config(v.config)
+            },
             data: UnsafeCell::new(0),
         })
     }
@@ -681,6 +707,85 @@ fn upgrade_overtaking_a_nudged_writer_is_still_granted() {
         }
         writer.join().unwrap();
         assert!(g.read_once() >= 1);
+        g.assert_idle();
+    });
+}
+
+/// A writer's claim (`claim.rs`): a writer spins while a reader holds the
+/// lock and claims it; a second reader, kept out by the claim, queues and
+/// sleeps; the first reader leaves without coming to grant (the claim
+/// routes its release). Whether the claimant takes the lock after the
+/// drain or gives the claim up first, the sleeping reader must be granted
+/// (loom: a deadlock otherwise), and the data race checker sees the
+/// writer's bump ordered against both readers.
+#[test]
+fn a_reader_kept_out_by_a_writers_claim_is_granted() {
+    model(2, |variant| {
+        let g = Guarded::new(variant);
+        g.sem.read();
+        let seen = g.get();
+        let writer = thread::spawn({
+            let g = g.clone();
+            move || g.write_once()
+        });
+        let reader = thread::spawn({
+            let g = g.clone();
+            move || g.read_once()
+        });
+        // SAFETY: taken above.
+        unsafe { g.sem.read_unlock() };
+        assert_eq!(seen, 0);
+        assert!(reader.join().unwrap() <= 1);
+        writer.join().unwrap();
+        assert_eq!(g.read_once(), 1);
+        g.assert_idle();
+    });
+}
+
+/// A claim and a hand-off request meet: a queued writer asks for hand-off
+/// (its timer fires once under loom) while a spinning writer claims the
+/// lock a reader holds. The claimant must give the claim up to the queue's
+/// order and grant; both writers get the lock once, and nobody sleeps on a
+/// free lock.
+#[test]
+fn a_claim_gives_way_to_a_handoff_request() {
+    model(1, |variant| {
+        let g = Guarded::new(variant);
+        g.sem.read();
+        let first = thread::spawn({
+            let g = g.clone();
+            move || g.write_once()
+        });
+        let second = thread::spawn({
+            let g = g.clone();
+            move || g.write_once()
+        });
+        // SAFETY: taken above.
+        unsafe { g.sem.read_unlock() };
+        first.join().unwrap();
+        second.join().unwrap();
+        assert_eq!(g.read_once(), 2);
+        g.assert_idle();
+    });
+}
+
+/// A nudged writer (see above) finds a stealing reader in the lock and
+/// claims it. The reader leaves while the claim is set (its release skips
+/// the wait lock) just after the writer's last look: the writer gives the
+/// claim up and must grant (here: nudge itself) before it sleeps again, or
+/// it sleeps on a free lock (loom: deadlock). With claims off the same
+/// model checks the plain nudged writer against a stealing reader.
+#[test]
+fn a_nudged_writer_giving_its_claim_up_still_gets_the_lock() {
+    model(2, |variant| {
+        let g = Guarded::new(variant);
+        let writer = nudged_writer_with_its_handoff_spent(&g);
+        if g.sem.try_read() {
+            // SAFETY: taken just above.
+            unsafe { g.sem.read_unlock() };
+        }
+        writer.join().unwrap();
+        assert_eq!(g.read_once(), 1);
         g.assert_idle();
     });
 }

@@ -114,9 +114,9 @@ fn a_queued_writer_is_not_starved_by_new_readers() {
                 Counting::Generic => {
                     assert!(sem.try_read().is_none(), "no reader passes a queued writer");
                 }
-                Counting::AtomicCount => until("the writer to ask for hand-off", || {
-                    sem.try_read().is_none()
-                }),
+                Counting::AtomicCount => {
+                    until("the writer to ask for hand-off", || sem.handoff_requested())
+                }
             }
             assert_eq!(
                 sem.read_timeout(Duration::ZERO).err(),
@@ -240,7 +240,7 @@ fn cancel_head_round(config: RwSemConfig, held_by_reader: bool, timeout_ms: u64)
         if held_by_reader && config.counting == Counting::AtomicCount {
             // Readers join a reader-held lock until W1 asks for hand-off.
             until("W1 to ask for hand-off", || {
-                sem.try_read().is_none() || w1.is_finished()
+                sem.handoff_requested() || w1.is_finished()
             });
         }
         for _ in 0..2 {

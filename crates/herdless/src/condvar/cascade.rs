@@ -47,7 +47,9 @@ pub(super) struct FanOut {
 }
 
 impl FanOut {
-    /// The choice for `cpus` CPUs, or `HERDLESS_CONDVAR_FANOUT`'s value.
+    /// The choice for `cpus` CPUs, or `HERDLESS_CONDVAR_FANOUT`'s value
+    /// (not under loom, whose choice is fixed: `fan_out`).
+    #[cfg_attr(loom, allow(dead_code))]
     fn choose(cpus: usize, forced: Option<usize>) -> FanOut {
         match forced {
             Some(width) => FanOut {

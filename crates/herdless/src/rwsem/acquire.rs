@@ -131,7 +131,7 @@ impl RawRwSem {
 
     #[cold]
     pub(super) fn acquire_slow(&self, kind: Kind, timeout: Option<Duration>) -> bool {
-        if self.config.counting == Counting::AtomicCount && !cfg!(loom) && self.spin(kind) {
+        if self.config.counting == Counting::AtomicCount && self.spin(kind) {
             return true;
         }
         // Recognised from the Duration itself: under loom every finite
@@ -233,24 +233,7 @@ impl RawRwSem {
     /// nudged (a wake syscall) at every moment the readers drain. Stops if
     /// a grant arrives meanwhile (then the lock is ours already).
     pub(super) fn queued_writer_try(&self, waiter: &Waiter) -> bool {
-        if self.queued_writer_try_once() {
-            return true;
-        }
-        if cfg!(loom) {
-            return false;
-        }
-        let backoff = Backoff::new();
-        for _ in 0..RwSemTuning::get().spin_rounds {
-            backoff.spin();
-            if waiter.is_granted() {
-                return false;
-            }
-            let c = self.count.load(Ordering::Relaxed);
-            if c & WRITE_BLOCKERS == 0 && self.try_cas(Kind::Write) {
-                return true;
-            }
-        }
-        false
+        self.queued_writer_try_once() || self.spin_write(|| waiter.is_granted())
     }
 
     /// A queued writer's try without spinning (a task's poll after a nudge
@@ -271,10 +254,14 @@ impl RawRwSem {
 
     /// Bounded optimistic spinning before queueing (`AtomicCount` only):
     /// the holder is usually running and about to release. Stops once a
-    /// sleeper has asked for hand-off.
+    /// sleeper has asked for hand-off. A writer spins in `spin_write`
+    /// (`claim.rs`), which may claim a reader-held lock.
     pub(super) fn spin(&self, kind: Kind) -> bool {
+        if kind == Kind::Write {
+            return self.spin_write(|| false);
+        }
         let backoff = Backoff::new();
-        for _ in 0..RwSemTuning::get().spin_rounds {
+        for _ in 0..self.spin_rounds(kind) {
             backoff.spin();
             let c = self.count.load(Ordering::Relaxed);
             if c & HANDOFF != 0 {
@@ -282,9 +269,8 @@ impl RawRwSem {
             }
             let free = match kind {
                 Kind::Read => c & READ_BLOCKERS == 0,
-                Kind::Write => c & WRITE_BLOCKERS == 0,
                 Kind::Upgradable => c & UPGRADABLE_BLOCKERS == 0,
-                Kind::Upgrade => unreachable!("an upgrade does not spin here"),
+                Kind::Write | Kind::Upgrade => unreachable!("a writer spins in `spin_write`"),
             };
             if free && self.try_fast(kind) {
                 return true;

@@ -7,7 +7,7 @@ use std::ptr::NonNull;
 
 use super::count::{
     HANDOFF, HOLDERS, NUDGED, READER, READERS, UPGRADABLE, UPGRADING, WAITERS, WRITER,
-    WRITE_BLOCKERS,
+    WRITE_BLOCKERS, WRITE_INTENT,
 };
 use super::raw::RawRwSem;
 use super::wait_list::{HeadBatch, WaitGuard, WaitList};
@@ -114,8 +114,8 @@ impl RawRwSem {
             && batch == HeadBatch::Write
             && self.count.load(Ordering::Relaxed) & WRITE_BLOCKERS == 0
         {
-            // A free lock and a writer at the head that has not asked for
-            // hand-off: wake it to take the lock itself, and leave the lock
+            // A free lock (and no writer's claim on it) and a writer at
+            // the head that has not asked for hand-off: wake it to take the lock itself, and leave the lock
             // free meanwhile for whoever runs first (the kernel's writer
             // wakeup since 4.x). Granting it instead would keep the lock
             // idle for a whole wakeup latency while running threads pile up
@@ -148,7 +148,11 @@ impl RawRwSem {
                 let mut c = self.count.load(Ordering::Relaxed);
                 loop {
                     // What the holders in `c` allow, and the count after.
+                    // Nothing while a spinning writer claims the lock: it
+                    // takes the lock itself, or grants when it gives the
+                    // claim up (`claim.rs`).
                     let (records, new) = match batch {
+                        _ if c & WRITE_INTENT != 0 => (0, 0),
                         HeadBatch::Write if c & HOLDERS == 0 => (1, WRITER),
                         HeadBatch::Shared { .. } if c & WRITER == 0 => {
                             let (readers, upgradable, records) = batch.take(c & UPGRADABLE == 0);

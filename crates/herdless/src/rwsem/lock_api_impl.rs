@@ -362,6 +362,22 @@ pub trait RwSemExt<T> {
     /// assert_eq!((sem.waiters(), *sem.read()), (0, 1));
     /// ```
     fn waiters(&self) -> usize;
+
+    /// Whether a waiter (or a fair unlock) has asked for strict hand-off
+    /// (a snapshot): from then until the next grant, no running thread
+    /// takes the lock ahead of the queue
+    /// ([`RawRwSem::handoff_requested`]).
+    ///
+    /// # Examples
+    /// ```
+    /// use herdless::{RwSem, RwSemExt};
+    ///
+    /// let sem = RwSem::new(0);
+    /// let reader = sem.read();
+    /// assert!(!sem.handoff_requested(), "nobody waits");
+    /// drop(reader);
+    /// ```
+    fn handoff_requested(&self) -> bool;
 }
 
 impl<T> RwSemExt<T> for RwSem<T> {
@@ -390,6 +406,10 @@ impl<T> RwSemExt<T> for RwSem<T> {
 
     fn stats(&self) -> RwSemStats {
         raw(self).stats()
+    }
+
+    fn handoff_requested(&self) -> bool {
+        raw(self).handoff_requested()
     }
 
     fn waiters(&self) -> usize {

@@ -76,8 +76,9 @@
 //!   bit 2      HANDOFF     strict hand-off asked for: no stealing
 //!   bit 3      NUDGED      the writer at the head was woken and is awake
 //!   bit 4      UPGRADING   the upgradable holder waits in the upgrade slot
-//!   bit 5      UPGRADABLE  the upgradable reader holds the lock
-//!   bits 6..   readers     shared holders (READER = 1 << 6 each)
+//!   bit 5      WRITE_INTENT a spinning writer claims a reader-held lock
+//!   bit 6      UPGRADABLE  the upgradable reader holds the lock
+//!   bits 7..   readers     shared holders (READER = 1 << 7 each)
 //! ```
 //! | field | set by | cleared by | under the wait lock? |
 //! |---|---|---|---|
@@ -86,8 +87,9 @@
 //! | HANDOFF | a sleeper that waited `HANDOFF_AFTER`; a fair unlock that finds waiters | any grant; a leaving waiter that leaves nobody waiting | always |
 //! | NUDGED | a nudge of the head writer | that writer before its last try ahead of sleeping; its leaving; any grant; a hand-off request; an upgrader taking the slot | set: yes; cleared by the writer: no |
 //! | UPGRADING | an upgrader taking the slot | the slot's grant; the upgrader's timeout | always |
+//! | WRITE_INTENT | a spinning writer (CAS, readers alone hold, no HANDOFF, UPGRADING or claim), only with `intent=1` | that writer: in the CAS that makes it the writer, or when it stops spinning | no |
 //! | UPGRADABLE | upgradable fast path (CAS, no WRITER, UPGRADABLE or HANDOFF); a grant; `downgrade_to_upgradable` | `upgradable_unlock`, `downgrade_upgradable`, an upgrade | grants: yes; others: no |
-//! | readers | reader fast path (`fetch_add`, backed out if WRITER, HANDOFF or UPGRADING); a grant; `downgrade`, `downgrade_upgradable` | `read_unlock` (`fetch_sub`) | grant: yes; others: no |
+//! | readers | reader fast path (`fetch_add`, backed out if WRITER, HANDOFF, UPGRADING or WRITE_INTENT); a grant; `downgrade`, `downgrade_upgradable` | `read_unlock` (`fetch_sub`) | grant: yes; others: no |
 //!
 //! The holds and what each waiter needs:
 //!
@@ -134,10 +136,35 @@
 //!   optimistic spinning, without its owner tracking): 9 rounds of
 //!   exponential backoff on two CPUs, 14 on more (`tuning.rs`, which says
 //!   what was measured; `HERDLESS_RWSEM_TUNING=spin=ROUNDS,handoff=MICROSECONDS`
-//!   overrides both for experiments).
+//!   overrides both for experiments, and `intent=1` lets a spinning writer
+//!   claim a reader-held lock: "A writer's claim", below).
 //!
 //! `Generic` stays the seed's strict FIFO, so the seed's comparison of the
 //! two wake timings is made on the 2006 algorithm.
+//!
+//! # A writer's claim (`HERDLESS_RWSEM_TUNING=intent=1`, an experiment)
+//! Stealing readers can keep a reader-held lock from a writer for the
+//! whole hand-off time: some reader always holds it. With claims on, a
+//! writer that spins (a newcomer, or the nudged writer at the head) and
+//! finds only readers holding sets WRITE_INTENT with a CAS (`claim.rs`):
+//! - new readers and upgradable readers stay out (their fast paths and
+//!   grants check it), and so do other writers; the readers inside drain;
+//! - the claimant alone may take the lock: once no reader holds, it sets
+//!   WRITER and clears the claim in one CAS;
+//! - nothing is granted under a claim (`grant_locked` grants nothing, and
+//!   never nudges), and a reader leaving with WAITERS set does not come to
+//!   the wait lock: the claimant's own RMW, after theirs, decides;
+//! - the claim lasts at most the writer's spin: when its rounds run out,
+//!   or a sleeper asks for hand-off, the claimant clears it with
+//!   `fetch_and` and, if `prev` shows WAITERS, grants (`drop_claim`).
+//!
+//! No lost grant: every waiter that queued under the claim found nothing
+//! to grant, and did its `fetch_or(WAITERS)` RMW; the claimant's clear (or
+//! its CAS to WRITER, whose release then finds WAITERS) is an RMW on the
+//! same word. If the waiter's came first, the claimant sees WAITERS and
+//! grants; if the claimant's came first, the waiter's grant check after
+//! its own RMW sees no claim. Loom runs every model of this file's
+//! `AtomicCount` also with claims on (a claimant spins two rounds there).
 
 //!
 //! # No lost grant (why a sleeper is always woken)
@@ -194,6 +221,7 @@ mod acquire;
 mod acquire_async;
 #[cfg(not(loom))]
 mod async_ext;
+mod claim;
 mod count;
 mod grant;
 #[cfg(not(loom))]

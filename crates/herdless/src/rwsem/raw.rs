@@ -7,9 +7,7 @@
 
 use std::time::Duration;
 
-#[cfg(loom)]
-use super::count::HANDOFF;
-use super::count::{HOLDERS, WRITER};
+use super::count::{HANDOFF, HOLDERS, WRITER};
 use super::stats::RwSemStats;
 use super::wait_list::WaitList;
 use super::waiter::Kind;
@@ -60,6 +58,11 @@ pub struct RawRwSem {
     /// slot, `Generic`'s `activity` and upgradable hold, the tallies.
     pub(super) wait: SpinParkLock<WaitList>,
     pub(super) config: RwSemConfig,
+    /// Whether spinning writers claim a reader-held lock: a loom model's
+    /// choice ([`RawRwSem::with_writer_claims`]); outside loom the process's
+    /// `HERDLESS_RWSEM_TUNING` decides.
+    #[cfg(loom)]
+    pub(super) claims: bool,
 }
 
 // Unwinding never leaves the semaphore's own state half-updated: its
@@ -146,6 +149,18 @@ impl RawRwSem {
             count: AtomicUsize::new(0),
             wait: SpinParkLock::new(WaitList::new()),
             config,
+            claims: false,
+        }
+    }
+
+    /// [`with_config`](Self::with_config) whose spinning writers claim a
+    /// reader-held lock (`HERDLESS_RWSEM_TUNING=intent=1` outside loom),
+    /// for the models of the claim.
+    #[cfg(loom)]
+    pub fn with_writer_claims(config: RwSemConfig) -> Self {
+        RawRwSem {
+            claims: true,
+            ..Self::with_config(config)
         }
     }
 
@@ -371,11 +386,44 @@ impl RawRwSem {
     }
 
     /// Whether a sleeper (or a fair unlock) has asked for strict hand-off
-    /// (`AtomicCount`; always `false` with `Generic`). For loom models:
-    /// under loom a waiter's hand-off timer fires once, at its first sleep,
+    /// (a snapshot; always `false` with `Generic`, which is strict FIFO
+    /// throughout): from then until the next grant no running thread takes
+    /// the lock ahead of the queue. A failed `try_read` does not tell this
+    /// apart from a writer holding the lock, or (with
+    /// `HERDLESS_RWSEM_TUNING=intent=1`) a spinning writer's brief claim.
+    ///
+    /// Under loom a waiter's hand-off timer fires once, at its first sleep,
     /// and its request grants whatever can be granted, which would hide a
     /// release that forgot to grant; a model waits for this first.
-    #[cfg(loom)]
+    ///
+    /// # Examples
+    /// A fair unlock that finds a waiter asks for hand-off; the grant to
+    /// the waiter, once the last holder leaves, clears the request:
+    /// ```
+    /// use herdless::RawRwSem;
+    ///
+    /// let sem = RawRwSem::new();
+    /// sem.read();
+    /// sem.read();
+    /// assert!(!sem.handoff_requested());
+    /// std::thread::scope(|s| {
+    ///     // SAFETY: the spawned thread gives back the hold it takes.
+    ///     s.spawn(|| unsafe {
+    ///         sem.write();
+    ///         sem.write_unlock();
+    ///     });
+    ///     while sem.waiters() == 0 {
+    ///         std::thread::yield_now();
+    ///     }
+    ///     // SAFETY: this thread took two shared holds above.
+    ///     unsafe { sem.read_unlock_fair() };
+    ///     assert!(sem.handoff_requested(), "one read hold left: the writer waits for it");
+    ///     assert!(!sem.try_read(), "no reader passes the writer now");
+    ///     // SAFETY: the second shared hold.
+    ///     unsafe { sem.read_unlock() }; // grants the writer
+    /// });
+    /// assert!(!sem.handoff_requested());
+    /// ```
     pub fn handoff_requested(&self) -> bool {
         self.count.load(Ordering::Relaxed) & HANDOFF != 0
     }

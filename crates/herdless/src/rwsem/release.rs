@@ -2,7 +2,9 @@
 //! when someone waits), `downgrade`, and the fair unlocks that hand the
 //! lock to the queue in order.
 
-use super::count::{HOLDERS, NUDGED, READER, READERS, UPGRADABLE, UPGRADING, WAITERS, WRITER};
+use super::count::{
+    HOLDERS, NUDGED, READER, READERS, UPGRADABLE, UPGRADING, WAITERS, WRITER, WRITE_INTENT,
+};
 use super::raw::RawRwSem;
 use crate::sync::Ordering;
 use crate::util::wake_list::WakeList;
@@ -59,11 +61,13 @@ impl RawRwSem {
         debug_assert!(prev & READERS != 0, "read_unlock without a read hold");
         let holders_left = (prev - READER) & HOLDERS;
         // Go to grant if someone waits and nobody is awake to take the lock
-        // itself (NUDGED), and we were the last holder, or the last reader
-        // an upgrade waits for (UPGRADING: the slot's upgrader holds the
-        // lock upgradable, nothing else). The upgrader set UPGRADING with
-        // an RMW before its own check; see the module docs, "No lost grant".
-        if prev & (WAITERS | NUDGED) == WAITERS
+        // itself (NUDGED, or a spinning writer's claim: its claimant takes
+        // the lock or grants when it lets the claim go, with an RMW after
+        // ours), and we were the last holder, or the last reader an upgrade
+        // waits for (UPGRADING: the slot's upgrader holds the lock
+        // upgradable, nothing else). The upgrader set UPGRADING with an RMW
+        // before its own check; see the module docs, "No lost grant".
+        if prev & (WAITERS | NUDGED | WRITE_INTENT) == WAITERS
             && (holders_left == 0 || (holders_left == UPGRADABLE && prev & UPGRADING != 0))
         {
             self.wake_waiters();
@@ -151,11 +155,11 @@ impl RawRwSem {
         match self.config.counting {
             Counting::AtomicCount => {
                 // WRITER -> one READER in one atomic add: below READER the
-                // word holds WRITER and the flags (UPGRADING and UPGRADABLE
-                // are clear while a writer holds), so those bits sum to at
-                // most 15, and adding READER - WRITER (63) clears bit 0 and
-                // carries exactly one into the reader count, leaving the
-                // flags as they were. Release: queued readers granted next
+                // word holds WRITER and the flags (UPGRADING, WRITE_INTENT
+                // and UPGRADABLE are clear while a writer holds), so those
+                // bits sum to at most 15, and adding READER - WRITER (127)
+                // clears bit 0 and carries exactly one into the reader
+                // count, leaving the flags as they were. Release: queued readers granted next
                 // see our writes (`grant_locked`'s CAS reads this).
                 let prev = self
                     .count

@@ -19,6 +19,9 @@ pub(super) struct RwSemTuning {
     /// How long a sleeper lets running threads steal before it asks for
     /// hand-off ([`HANDOFF_AFTER`] unless overridden).
     pub(super) handoff_after: Duration,
+    /// Whether a spinning writer claims a lock that readers hold
+    /// (`claim.rs`); off unless `intent=1`.
+    pub(super) writer_intent: bool,
 }
 
 impl RwSemTuning {
@@ -37,11 +40,13 @@ impl RwSemTuning {
         RwSemTuning {
             spin_rounds: if cpus <= 2 { 9 } else { 14 },
             handoff_after: HANDOFF_AFTER,
+            writer_intent: false,
         }
     }
 
     /// The settings for this process: the defaults, with
-    /// `HERDLESS_RWSEM_TUNING=spin=ROUNDS,handoff=MICROSECONDS` applied
+    /// `HERDLESS_RWSEM_TUNING=spin=ROUNDS,handoff=MICROSECONDS,intent=0|1`
+    /// applied
     /// (unknown names and unparsable values are ignored, as
     /// `HERDLESS_MUTEX_TUNING`'s are).
     pub(super) fn get() -> &'static RwSemTuning {
@@ -62,6 +67,7 @@ impl RwSemTuning {
                 // At least 1 µs: a zero timer would make a waiter that
                 // re-arms it never sleep.
                 "handoff" => self.handoff_after = Duration::from_micros(value.max(1).into()),
+                "intent" => self.writer_intent = value != 0,
                 _ => {}
             }
         }
@@ -80,6 +86,9 @@ mod tests {
         assert_eq!(tuning.handoff_after, Duration::from_millis(1));
         tuning.apply("handoff=0");
         assert_eq!(tuning.handoff_after, Duration::from_micros(1));
+        assert!(!tuning.writer_intent, "writers claim only when asked to");
+        tuning.apply("intent=1");
+        assert!(tuning.writer_intent);
         assert!(RwSemTuning::for_cpus(16).spin_rounds > RwSemTuning::for_cpus(2).spin_rounds);
     }
 }

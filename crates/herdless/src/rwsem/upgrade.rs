@@ -9,7 +9,9 @@ use std::pin::pin;
 use std::ptr::NonNull;
 use std::time::Duration;
 
-use super::count::{HANDOFF, NUDGED, READER, READERS, UPGRADABLE, UPGRADING, WAITERS, WRITER};
+use super::count::{
+    HANDOFF, NUDGED, READER, READERS, UPGRADABLE, UPGRADING, WAITERS, WRITER, WRITE_INTENT,
+};
 use super::raw::RawRwSem;
 use super::wait_list::WaitList;
 use super::waiter::{Kind, Waiter, Wakes};
@@ -338,7 +340,7 @@ impl RawRwSem {
     pub unsafe fn downgrade_upgradable(&self) {
         match self.config.counting {
             Counting::AtomicCount => {
-                // UPGRADABLE -> one READER in one atomic add: bit 5 is set,
+                // UPGRADABLE -> one READER in one atomic add: bit 6 is set,
                 // so adding READER - UPGRADABLE (= UPGRADABLE) clears it and
                 // carries one into the reader count; the bits below are
                 // untouched. Release: the upgradable waiter granted next
@@ -397,14 +399,15 @@ impl RawRwSem {
         match self.config.counting {
             Counting::AtomicCount => {
                 // WRITER -> UPGRADABLE in one atomic add: the low bits are
-                // WRITER plus flags in bits 1-3 (UPGRADING and UPGRADABLE
-                // are clear while a writer holds), at most 15, so adding
-                // UPGRADABLE - WRITER clears bit 0 and sets bit 5, leaving
+                // WRITER plus flags in bits 1-3 (UPGRADING, WRITE_INTENT and
+                // UPGRADABLE are clear while a writer holds), at most 15, so
+                // adding
+                // UPGRADABLE - WRITER clears bit 0 and sets bit 6, leaving
                 // the flags as they were. Release: readers granted next see
                 // our writes (`grant_locked`'s AcqRel CAS reads this RMW).
                 let prev = self.count.fetch_add(UPGRADABLE - WRITER, Ordering::Release);
                 debug_assert!(
-                    prev & (WRITER | UPGRADABLE | UPGRADING) == WRITER,
+                    prev & (WRITER | UPGRADABLE | UPGRADING | WRITE_INTENT) == WRITER,
                     "downgrade_to_upgradable without a write hold"
                 );
                 if prev & WAITERS != 0 {
