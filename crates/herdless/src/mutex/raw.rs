@@ -283,14 +283,15 @@ impl RawMutex {
             // Spin while nobody sleeps, past sleepers where the budget says
             // so (every machine's default, `spin.rs`: the woken thread's
             // ASKING keeps it fair), and always when we are the woken
-            // thread: the unlocks count on it to be awake.
-            let may_spin = woken || state & PARKED == 0 || budget.spin_past_sleepers;
+            // thread: the unlocks count on it to be awake (`spin.rs`).
+            let alone = state & PARKED == 0;
+            let may_spin = woken || alone || budget.spin_past_sleepers;
             // A rare thread parks at the head of a plain mutex's queue
             // instead of yielding (`rare_parker.rs`).
             let monitor = state & MONITOR != 0;
             let may_yield = (woken || state & WAKING != 0 || !budget.waking_yield.on(monitor))
                 && (woken || monitor || !spin.yields_next(budget) || !rare.peek());
-            if may_spin && spin.spin(budget, may_yield, woken && !asked && budget.ask) {
+            if may_spin && spin.spin(budget, may_yield, woken && !asked && budget.ask, alone) {
                 state = self.state.load(Ordering::Relaxed);
                 continue;
             }

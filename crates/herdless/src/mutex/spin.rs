@@ -22,6 +22,10 @@ use crate::util::tuning_text::{self, pairs};
 pub(super) struct SpinBudget {
     /// Rounds of exponential spinning: round `r` spins `2^r` hints.
     pub(super) pause_rounds: u32,
+    /// Rounds of exponential spinning while nobody sleeps on the mutex
+    /// (PARKED clear); `pause_rounds` unless `pausefree=R` says otherwise
+    /// (an experiment for many CPUs, below).
+    pub(super) free_pause_rounds: u32,
     /// `yield_now` calls after the spinning rounds.
     pub(super) yields: u32,
     /// Which mutexes' newcomers (threads that are not the woken one) yield
@@ -57,7 +61,7 @@ pub(super) struct SpinBudget {
 
 impl SpinBudget {
     /// The budget for this machine (`HERDLESS_MUTEX_TUNING` overrides it
-    /// for experiments: `pause=R,yield=Y,past=0|1,watch=W,ask=0|1,
+    /// for experiments: `pause=R,pausefree=R,yield=Y,past=0|1,watch=W,ask=0|1,
     /// askpause=R,front=0|1,waking_yield=0|1|2,rare=MICROSECONDS,
     /// rarecount=0|1,taskask=N`).
     ///
@@ -102,6 +106,7 @@ impl SpinBudget {
             // way).
             SpinBudget {
                 pause_rounds: 4,
+                free_pause_rounds: 4,
                 yields: 10,
                 waking_yield: WakingYield::Monitors,
                 spin_past_sleepers: true,
@@ -134,8 +139,15 @@ impl SpinBudget {
             // 7 gave the slowest thread a smaller share at 16–32 threads
             // in five of the six rows measured (0.19–0.55 against
             // 0.33–0.58).
+            //
+            // `pausefree=R` (stop 39, not yet measured on many CPUs) spins
+            // R rounds only while nobody sleeps on the mutex: the 4: 1/0
+            // row, where 9 rounds won, runs with few sleepers, while the
+            // 32-thread and queue rows, where 9 rounds lost, have
+            // sleepers queued most of the time.
             SpinBudget {
                 pause_rounds: 7,
+                free_pause_rounds: 7,
                 yields: 0,
                 waking_yield: WakingYield::Monitors,
                 spin_past_sleepers: true,
@@ -153,7 +165,11 @@ impl SpinBudget {
     fn apply(&mut self, text: &str) {
         for (name, value) in pairs(text) {
             match name {
-                "pause" => self.pause_rounds = value.min(16),
+                "pause" => {
+                    self.pause_rounds = value.min(16);
+                    self.free_pause_rounds = self.pause_rounds;
+                }
+                "pausefree" => self.free_pause_rounds = value.min(16),
                 "yield" => self.yields = value,
                 "past" => self.spin_past_sleepers = value != 0,
                 "watch" => self.watch = value,
@@ -223,15 +239,25 @@ impl SpinWait {
     /// park, or to ask). `may_yield`: false for a thread that the budget's
     /// `waking_yield` keeps from yielding now; `will_ask`: the woken
     /// thread before it asks, which spins `ask_rounds` rounds, not
-    /// `pause_rounds`.
+    /// `pause_rounds`; `alone`: nobody sleeps on the mutex, so a thread
+    /// that is not about to ask spins `free_pause_rounds` (the same by
+    /// default; `yields_next` keeps reading `pause_rounds`).
     /// Under loom it never spins: loom explores the parking paths.
-    pub(super) fn spin(&mut self, budget: &SpinBudget, may_yield: bool, will_ask: bool) -> bool {
+    pub(super) fn spin(
+        &mut self,
+        budget: &SpinBudget,
+        may_yield: bool,
+        will_ask: bool,
+        alone: bool,
+    ) -> bool {
         if cfg!(loom) {
             return false;
         }
         let yields = if may_yield { budget.yields } else { 0 };
         let pause_rounds = if will_ask {
             budget.ask_rounds.min(budget.pause_rounds)
+        } else if alone {
+            budget.free_pause_rounds
         } else {
             budget.pause_rounds
         };
@@ -271,7 +297,8 @@ mod tests {
         let budget = SpinBudget::for_cpus(2);
         let count = |may_yield| {
             let mut spin = SpinWait::new();
-            std::iter::from_fn(|| spin.spin(&budget, may_yield, false).then_some(())).count() as u32
+            std::iter::from_fn(|| spin.spin(&budget, may_yield, false, false).then_some(())).count()
+                as u32
         };
         assert_eq!(count(true), budget.pause_rounds + budget.yields);
         assert_eq!(count(false), budget.pause_rounds);
@@ -283,8 +310,8 @@ mod tests {
             let mut budget = SpinBudget::for_cpus(cpus);
             let count = |budget: &SpinBudget, will_ask| {
                 let mut spin = SpinWait::new();
-                std::iter::from_fn(|| spin.spin(budget, false, will_ask).then_some(())).count()
-                    as u32
+                std::iter::from_fn(|| spin.spin(budget, false, will_ask, false).then_some(()))
+                    .count() as u32
             };
             assert_eq!(
                 count(&budget, true),
@@ -302,6 +329,36 @@ mod tests {
                 count(&budget, true),
                 budget.pause_rounds,
                 "never past the budget"
+            );
+        }
+    }
+
+    #[test]
+    fn a_thread_alone_spins_its_free_rounds_which_default_to_the_others() {
+        for cpus in [2, 16] {
+            let mut budget = SpinBudget::for_cpus(cpus);
+            let count = |budget: &SpinBudget, will_ask, alone| {
+                let mut spin = SpinWait::new();
+                std::iter::from_fn(|| spin.spin(budget, false, will_ask, alone).then_some(()))
+                    .count() as u32
+            };
+            assert_eq!(count(&budget, false, true), count(&budget, false, false));
+            budget.apply("pausefree=9");
+            assert_eq!(
+                count(&budget, false, true),
+                9,
+                "nobody sleeps: the free rounds"
+            );
+            assert_eq!(count(&budget, false, false), budget.pause_rounds);
+            assert_eq!(
+                count(&budget, true, true),
+                budget.ask_rounds.min(budget.pause_rounds),
+                "a woken thread about to ask keeps its ask rounds"
+            );
+            budget.apply("pause=5");
+            assert_eq!(
+                budget.free_pause_rounds, 5,
+                "`pause` sets both, as before `pausefree` existed"
             );
         }
     }
