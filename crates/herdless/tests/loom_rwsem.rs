@@ -127,8 +127,8 @@ impl Guarded {
 /// them must see the other (their RMWs on the count word are ordered).
 #[test]
 fn last_reader_leaving_races_a_writer_queueing() {
-    model(3, |config| {
-        let g = Guarded::new(config);
+    model(3, |variant| {
+        let g = Guarded::new(variant);
         g.sem.read();
         let writer = thread::spawn({
             let g = g.clone();
@@ -147,8 +147,8 @@ fn last_reader_leaving_races_a_writer_queueing() {
 /// visible to them through the grant alone.
 #[test]
 fn granted_readers_may_return_before_their_wakeup() {
-    model(2, |config| {
-        let g = Guarded::new(config);
+    model(2, |variant| {
+        let g = Guarded::new(variant);
         g.sem.write();
         let readers: Vec<_> = (0..2)
             .map(|_| {
@@ -171,8 +171,8 @@ fn granted_readers_may_return_before_their_wakeup() {
 /// the waiter behind it is served at once).
 #[test]
 fn timeout_racing_grant_is_exactly_one_outcome() {
-    model(2, |config| {
-        let g = Guarded::new(config);
+    model(2, |variant| {
+        let g = Guarded::new(variant);
         g.sem.write();
         let timed = thread::spawn({
             let g = g.clone();
@@ -206,8 +206,8 @@ fn timeout_racing_grant_is_exactly_one_outcome() {
 /// in).
 #[test]
 fn cancelled_head_writer_lets_the_reader_behind_it_in() {
-    model(2, |config| {
-        let g = Guarded::new(config);
+    model(2, |variant| {
+        let g = Guarded::new(variant);
         g.sem.read();
         let writer = thread::spawn({
             let g = g.clone();
@@ -233,8 +233,8 @@ fn cancelled_head_writer_lets_the_reader_behind_it_in() {
 /// lock shared (we join the reader before releasing).
 #[test]
 fn downgrade_grants_the_queued_reader() {
-    model(3, |config| {
-        let g = Guarded::new(config);
+    model(3, |variant| {
+        let g = Guarded::new(variant);
         g.sem.write();
         let reader = thread::spawn({
             let g = g.clone();
@@ -255,9 +255,9 @@ fn downgrade_grants_the_queued_reader() {
 /// the wait for B, and B's own grant must still reach it.
 #[test]
 fn granted_while_still_on_another_locks_wake_list() {
-    model(3, |config| {
-        let a = Guarded::new(config);
-        let b = Guarded::new(config);
+    model(3, |variant| {
+        let a = Guarded::new(variant);
+        let b = Guarded::new(variant);
         a.sem.write();
         b.sem.write();
         let t = thread::spawn({
@@ -283,8 +283,8 @@ fn granted_while_still_on_another_locks_wake_list() {
 /// so the back-out itself must grant.
 #[test]
 fn reader_backing_out_of_the_fast_path_never_swallows_a_grant() {
-    model(2, |config| {
-        let g = Guarded::new(config);
+    model(2, |variant| {
+        let g = Guarded::new(variant);
         g.sem.write();
         let reader = thread::spawn({
             let g = g.clone();
@@ -357,8 +357,8 @@ impl Guarded {
 /// after the upgraded writer (never during: loom would report the race).
 #[test]
 fn upgrade_racing_the_last_readers_release() {
-    model(2, |config| {
-        let g = Guarded::new(config);
+    model(2, |variant| {
+        let g = Guarded::new(variant);
         g.sem.read();
         let upgrader = thread::spawn({
             let g = g.clone();
@@ -382,8 +382,8 @@ fn upgrade_racing_the_last_readers_release() {
 /// it: here the writer has queued and spent its hand-off request first.
 #[test]
 fn upgradable_release_wakes_the_sleeping_writer() {
-    model(2, |config| {
-        let g = Guarded::new(config);
+    model(2, |variant| {
+        let g = Guarded::new(variant);
         g.sem.upgradable_read();
         let writer = thread::spawn({
             let g = g.clone();
@@ -403,8 +403,8 @@ fn upgradable_release_wakes_the_sleeping_writer() {
 /// queueing (the writer needs the hold gone).
 #[test]
 fn upgradable_release_races_a_writer_queueing() {
-    model(3, |config| {
-        let g = Guarded::new(config);
+    model(3, |variant| {
+        let g = Guarded::new(variant);
         g.sem.upgradable_read();
         let writer = thread::spawn({
             let g = g.clone();
@@ -424,8 +424,8 @@ fn upgradable_release_races_a_writer_queueing() {
 /// visible to both through the grant.
 #[test]
 fn upgradable_waiter_granted_with_a_reader_batch() {
-    model(2, |config| {
-        let g = Guarded::new(config);
+    model(2, |variant| {
+        let g = Guarded::new(variant);
         g.sem.write();
         let upgradable = thread::spawn({
             let g = g.clone();
@@ -449,8 +449,8 @@ fn upgradable_waiter_granted_with_a_reader_batch() {
 /// then releases that hold. Both leave the lock idle.
 #[test]
 fn timed_upgrade_racing_the_readers_release() {
-    model(3, |config| {
-        let g = Guarded::new(config);
+    model(3, |variant| {
+        let g = Guarded::new(variant);
         g.sem.read();
         let upgrader = thread::spawn({
             let g = g.clone();
@@ -487,8 +487,8 @@ fn timed_upgrade_racing_the_readers_release() {
 /// until the reader is in).
 #[test]
 fn cancelled_upgrade_lets_the_reader_behind_it_in() {
-    model(2, |config| {
-        let g = Guarded::new(config);
+    model(2, |variant| {
+        let g = Guarded::new(variant);
         g.sem.read();
         let upgrader = thread::spawn({
             let g = g.clone();
@@ -519,8 +519,8 @@ fn cancelled_upgrade_lets_the_reader_behind_it_in() {
 /// reader holds: a reader queued behind it must be granted then.
 #[test]
 fn cancelled_upgradable_head_lets_the_reader_behind_it_in() {
-    model(2, |config| {
-        let g = Guarded::new(config);
+    model(2, |variant| {
+        let g = Guarded::new(variant);
         g.sem.upgradable_read();
         let timed = thread::spawn({
             let g = g.clone();
@@ -547,8 +547,8 @@ fn cancelled_upgradable_head_lets_the_reader_behind_it_in() {
 /// join the reader before releasing).
 #[test]
 fn downgrade_to_upgradable_grants_the_queued_reader() {
-    model(3, |config| {
-        let g = Guarded::new(config);
+    model(3, |variant| {
+        let g = Guarded::new(variant);
         g.sem.write();
         let reader = thread::spawn({
             let g = g.clone();
@@ -571,8 +571,8 @@ fn downgrade_to_upgradable_grants_the_queued_reader() {
 /// reads.
 #[test]
 fn downgrade_upgradable_grants_the_queued_upgradable_waiter() {
-    model(3, |config| {
-        let g = Guarded::new(config);
+    model(3, |variant| {
+        let g = Guarded::new(variant);
         g.sem.upgradable_read();
         let waiter = thread::spawn({
             let g = g.clone();
@@ -596,8 +596,8 @@ fn downgrade_upgradable_grants_the_queued_upgradable_waiter() {
 /// gets the lock at all, the writer has been and gone.
 #[test]
 fn fair_unlock_hands_the_lock_to_the_queued_writer() {
-    model(2, |config| {
-        let g = Guarded::new(config);
+    model(2, |variant| {
+        let g = Guarded::new(variant);
         g.sem.write();
         let writer = thread::spawn({
             let g = g.clone();
@@ -655,8 +655,8 @@ fn nudged_writer_with_its_handoff_spent(g: &Arc<Guarded>) -> thread::JoinHandle<
 /// interleaving needs none (the writer simply does not run until joined).
 #[test]
 fn nudged_writer_kept_out_by_handoff_is_still_granted() {
-    model(1, |config| {
-        let g = Guarded::new(config);
+    model(1, |variant| {
+        let g = Guarded::new(variant);
         let writer = nudged_writer_with_its_handoff_spent(&g);
         if g.sem.try_read() {
             // A second shared hold, unless the writer has asked for
@@ -680,8 +680,8 @@ fn nudged_writer_kept_out_by_handoff_is_still_granted() {
 /// Bound 1, as above (four threads).
 #[test]
 fn upgrade_overtaking_a_nudged_writer_is_still_granted() {
-    model(1, |config| {
-        let g = Guarded::new(config);
+    model(1, |variant| {
+        let g = Guarded::new(variant);
         let writer = nudged_writer_with_its_handoff_spent(&g);
         if g.sem.try_upgradable_read() {
             let reading = g.sem.try_read();

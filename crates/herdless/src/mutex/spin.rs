@@ -23,9 +23,9 @@ pub(super) struct SpinBudget {
     /// Rounds of exponential spinning: round `r` spins `2^r` hints.
     pub(super) pause_rounds: u32,
     /// Rounds of exponential spinning while nobody sleeps on the mutex
-    /// (PARKED clear); `pause_rounds` unless `pausefree=R` says otherwise
-    /// (an experiment for many CPUs, below).
-    pub(super) free_pause_rounds: u32,
+    /// (PARKED clear), if `pausefree=R` sets them (an experiment for many
+    /// CPUs, below); `None`: `pause_rounds`, as for everyone.
+    pub(super) free_pause_rounds: Option<u32>,
     /// `yield_now` calls after the spinning rounds.
     pub(super) yields: u32,
     /// Which mutexes' newcomers (threads that are not the woken one) yield
@@ -106,7 +106,7 @@ impl SpinBudget {
             // way).
             SpinBudget {
                 pause_rounds: 4,
-                free_pause_rounds: 4,
+                free_pause_rounds: None,
                 yields: 10,
                 waking_yield: WakingYield::Monitors,
                 spin_past_sleepers: true,
@@ -147,7 +147,7 @@ impl SpinBudget {
             // sleepers queued most of the time.
             SpinBudget {
                 pause_rounds: 7,
-                free_pause_rounds: 7,
+                free_pause_rounds: None,
                 yields: 0,
                 waking_yield: WakingYield::Monitors,
                 spin_past_sleepers: true,
@@ -165,11 +165,8 @@ impl SpinBudget {
     fn apply(&mut self, text: &str) {
         for (name, value) in pairs(text) {
             match name {
-                "pause" => {
-                    self.pause_rounds = value.min(16);
-                    self.free_pause_rounds = self.pause_rounds;
-                }
-                "pausefree" => self.free_pause_rounds = value.min(16),
+                "pause" => self.pause_rounds = value.min(16),
+                "pausefree" => self.free_pause_rounds = Some(value.min(16)),
                 "yield" => self.yields = value,
                 "past" => self.spin_past_sleepers = value != 0,
                 "watch" => self.watch = value,
@@ -240,8 +237,8 @@ impl SpinWait {
     /// `waking_yield` keeps from yielding now; `will_ask`: the woken
     /// thread before it asks, which spins `ask_rounds` rounds, not
     /// `pause_rounds`; `alone`: nobody sleeps on the mutex, so a thread
-    /// that is not about to ask spins `free_pause_rounds` (the same by
-    /// default; `yields_next` keeps reading `pause_rounds`).
+    /// that is not about to ask spins `free_pause_rounds` if set
+    /// (`yields_next` keeps reading `pause_rounds`).
     /// Under loom it never spins: loom explores the parking paths.
     pub(super) fn spin(
         &mut self,
@@ -257,7 +254,7 @@ impl SpinWait {
         let pause_rounds = if will_ask {
             budget.ask_rounds.min(budget.pause_rounds)
         } else if alone {
-            budget.free_pause_rounds
+            budget.free_pause_rounds.unwrap_or(budget.pause_rounds)
         } else {
             budget.pause_rounds
         };
@@ -357,8 +354,17 @@ mod tests {
             );
             budget.apply("pause=5");
             assert_eq!(
-                budget.free_pause_rounds, 5,
-                "`pause` sets both, as before `pausefree` existed"
+                count(&budget, false, true),
+                9,
+                "`pausefree` holds whatever the order"
+            );
+            assert_eq!(count(&budget, false, false), 5);
+            let mut plain = SpinBudget::for_cpus(cpus);
+            plain.apply("pause=5");
+            assert_eq!(
+                count(&plain, false, true),
+                5,
+                "without `pausefree`, `pause` is everyone's"
             );
         }
     }
