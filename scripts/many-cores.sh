@@ -17,14 +17,17 @@
 #   mutex tables and the rwsem (issue 23: what the counters cost, read from
 #   each pair's `compare`, the peers' B/A showing the drift between the two
 #   runs): stats-cost-<n>-<nostats|stats>.json and stats-cost-<n>.txt;
-# - SWEEPS (default "HERDLESS_MUTEX_TUNING=rare=0@locks:mutex": the
-#   mutex's rare-thread rule off, to set against the default), each entry
+# - SWEEPS (default "HERDLESS_MUTEX_TUNING=pausefree=7@locks:occasional+throughput":
+#   the mutex's spin budget before stop 40, seven rounds whether or not
+#   anybody sleeps, against the default's nine while nobody does, for
+#   the occasional locker's tail, which stop 40's two pairs left
+#   unsettled), each entry
 #   VARIABLE=VALUE@EXPERIMENT[:TABLE[+TABLE...]] (no spaces): the
 #   experiment (its tables whose title contains a TABLE) with counters off, run with the
 #   variable set and then without it: sweep-<n>-tuned.json,
 #   sweep-<n>-default.json and their `compare`, sweep-<n>.txt. The
 #   variables: HERDLESS_MUTEX_TUNING (`mutex/spin.rs`),
-#   HERDLESS_RWSEM_TUNING (`rwsem/tuning.rs`: spin, handoff, intent), HERDLESS_CONDVAR_FANOUT
+#   HERDLESS_RWSEM_TUNING (`rwsem/tuning.rs`: spin, handoff, intent=0), HERDLESS_CONDVAR_FANOUT
 #   (`condvar/cascade.rs`); SWEEP_STATS=stats runs them with counters on;
 # - TABLES (default "restore:s3": issue 24's S3 restore table, where the S3
 #   server, the client and the handler have cores of their own; entries
@@ -48,7 +51,7 @@ target=x86_64-unknown-linux-gnu
 experiments=${EXPERIMENTS-locks rwsem herd async}
 stats_pairs=${STATS_PAIRS:-3}
 tables=${TABLES-restore:s3}
-sweeps=${SWEEPS-HERDLESS_MUTEX_TUNING=rare=0@locks:mutex}
+sweeps=${SWEEPS-HERDLESS_MUTEX_TUNING=pausefree=7@locks:occasional+throughput}
 sweep_stats=${SWEEP_STATS:-nostats}
 
 build() {

@@ -2,9 +2,10 @@
 //!
 //! Run: `RUSTFLAGS="--cfg loom" cargo test -p herdless --release --test loom_rwsem`.
 //! Each model is named after the interleaving it pins and runs on the
-//! default configuration, on the seed's "before" (generic count, wake
-//! under the lock), and on the default with spinning writers' claims on
-//! (`HERDLESS_RWSEM_TUNING=intent=1`; the claim's own models are last). A
+//! default configuration without spinning writers' claims
+//! (`HERDLESS_RWSEM_TUNING=intent=0`), on the seed's "before" (generic
+//! count, wake under the lock), and on the default with claims, as
+//! programs run it outside loom (the claim's own models are last). A
 //! lost grant shows up as a loom deadlock report; a
 //! grant without the happens-before edge as a data race on the protected
 //! `UnsafeCell`. Under loom a timed wait sleeps once and then times out, so
@@ -21,8 +22,9 @@ use herdless::rwsem::RawRwSem;
 use herdless::variants::{Counting, RwSemConfig, WakeTiming};
 
 /// One semaphore set-up a model runs on: a configuration, and whether
-/// spinning writers claim a reader-held lock (`HERDLESS_RWSEM_TUNING=intent=1`
-/// outside loom; under loom the claimant spins two rounds).
+/// spinning writers claim a reader-held lock (outside loom the default,
+/// `HERDLESS_RWSEM_TUNING=intent=0` turns it off; under loom the claimant
+/// spins two rounds).
 #[derive(Clone, Copy, Debug)]
 struct Variant {
     config: RwSemConfig,

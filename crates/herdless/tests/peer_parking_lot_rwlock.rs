@@ -523,9 +523,8 @@ fn test_rwlock_recursive() {
         });
         until("the writer queued", || arc.waiters() == 1);
         if config.counting == Counting::AtomicCount {
-            // Asked, not merely a failed `try_read`: with
-            // `HERDLESS_RWSEM_TUNING=intent=1` a spinning writer's claim
-            // also keeps readers out, for a moment only.
+            // Asked, not merely a failed `try_read`: a spinning writer's
+            // claim also keeps readers out, for a moment only.
             until("the writer to ask for hand-off", || arc.handoff_requested());
         }
 

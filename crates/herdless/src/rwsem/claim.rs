@@ -7,9 +7,9 @@
 //! waiting writer for up to the 4 ms hand-off time, and herdless's
 //! `RwSem` ran at 0.81–0.94× parking_lot's at 8–16 threads.
 //!
-//! The claim is off unless `HERDLESS_RWSEM_TUNING=intent=1` (`tuning.rs`):
-//! an experiment for the 16-core machine. Its protocol is in the module
-//! docs, "A writer's claim".
+//! The claim is on unless `HERDLESS_RWSEM_TUNING=intent=0` (`tuning.rs`,
+//! with what it gained on 16 cores). Its protocol is in the module docs,
+//! "A writer's claim".
 
 use crossbeam_utils::Backoff;
 

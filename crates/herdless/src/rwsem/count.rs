@@ -28,8 +28,8 @@ pub(super) const UPGRADING: usize = 1 << 4;
 /// spinning). Set by a CAS only while readers alone hold the lock and no
 /// hand-off or upgrade is pending (so never beside WRITER or UPGRADABLE);
 /// cleared by its claimant, in the CAS that makes it the writer or when
-/// it stops spinning, never by anyone else. Only with
-/// `HERDLESS_RWSEM_TUNING=intent=1` (`tuning.rs`); see the module docs,
+/// it stops spinning, never by anyone else. Not with
+/// `HERDLESS_RWSEM_TUNING=intent=0` (`tuning.rs`); see the module docs,
 /// "A writer's claim".
 pub(super) const WRITE_INTENT: usize = 1 << 5;
 /// The upgradable reader holds the lock (at most one; shares with readers,

@@ -154,7 +154,7 @@ impl RawRwSem {
     }
 
     /// [`with_config`](Self::with_config) whose spinning writers claim a
-    /// reader-held lock (`HERDLESS_RWSEM_TUNING=intent=1` outside loom),
+    /// reader-held lock (the default outside loom, `tuning.rs`),
     /// for the models of the claim.
     #[cfg(loom)]
     pub fn with_writer_claims(config: RwSemConfig) -> Self {
@@ -389,8 +389,8 @@ impl RawRwSem {
     /// (a snapshot; always `false` with `Generic`, which is strict FIFO
     /// throughout): from then until the next grant no running thread takes
     /// the lock ahead of the queue. A failed `try_read` does not tell this
-    /// apart from a writer holding the lock, or (with
-    /// `HERDLESS_RWSEM_TUNING=intent=1`) a spinning writer's brief claim.
+    /// apart from a writer holding the lock, or a spinning writer's brief
+    /// claim.
     ///
     /// Under loom a waiter's hand-off timer fires once, at its first sleep,
     /// and its request grants whatever can be granted, which would hide a

@@ -20,7 +20,7 @@ pub(super) struct RwSemTuning {
     /// hand-off ([`HANDOFF_AFTER`] unless overridden).
     pub(super) handoff_after: Duration,
     /// Whether a spinning writer claims a lock that readers hold
-    /// (`claim.rs`); off unless `intent=1`.
+    /// (`claim.rs`); on unless `intent=0`.
     pub(super) writer_intent: bool,
 }
 
@@ -34,13 +34,26 @@ impl RwSemTuning {
     /// M ops/s against 1.65–1.92), with 16 context switches per 1,000
     /// operations at 8 threads instead of 28; five rounds 13–25% slower;
     /// the hand-off time at 1 ms or 250 µs within the runs' spread of 4
-    /// ms. parking_lot's `RwLock` stays ahead at 8–16 threads (2.05–2.44
-    /// M ops/s there).
+    /// ms. parking_lot's `RwLock` stayed ahead at 8–16 threads (2.05–2.44
+    /// M ops/s there), until spinning writers claimed the lock.
+    ///
+    /// Writers' claims on (`claim.rs`), on every machine. Measured on 16
+    /// cores (stop 40, four interleaved pairs of the same table, claims
+    /// on against `intent=0`): 1.21–1.32× the operations per second at 8
+    /// and 16 threads, 1.02–1.10× at 32 (2.43–2.52 M ops/s at 8 against
+    /// 1.88–2.01), which took the table from 0.79–0.81× parking_lot at 8
+    /// threads to 1.03–1.06×, from 0.84–0.87× to 1.07–1.17× at 16, and
+    /// from 1.17–1.18× to 1.20–1.31× at 32 (std: 1.17–1.69×); the peers'
+    /// own rows moved 0.95–1.15× between the paired runs. On 2
+    /// cores it ran within the spread of claims off: 1.19–1.28 against
+    /// 1.17–1.23 M ops/s at 16 threads in stop 39's four interleaved
+    /// pairs, 1.15–1.34 against 1.19–1.26 at 8–16 threads in stop 40's
+    /// three (counters on).
     fn for_cpus(cpus: usize) -> RwSemTuning {
         RwSemTuning {
             spin_rounds: if cpus <= 2 { 9 } else { 14 },
             handoff_after: HANDOFF_AFTER,
-            writer_intent: false,
+            writer_intent: true,
         }
     }
 
@@ -86,7 +99,9 @@ mod tests {
         assert_eq!(tuning.handoff_after, Duration::from_millis(1));
         tuning.apply("handoff=0");
         assert_eq!(tuning.handoff_after, Duration::from_micros(1));
-        assert!(!tuning.writer_intent, "writers claim only when asked to");
+        assert!(tuning.writer_intent, "writers claim unless told not to");
+        tuning.apply("intent=0");
+        assert!(!tuning.writer_intent);
         tuning.apply("intent=1");
         assert!(tuning.writer_intent);
         assert!(RwSemTuning::for_cpus(16).spin_rounds > RwSemTuning::for_cpus(2).spin_rounds);

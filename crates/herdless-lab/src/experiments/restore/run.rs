@@ -3,6 +3,7 @@
 //! `herdless_pager::vmm` exactly as Firecracker hands over its memory, and
 //! the workload touching the working set from T threads.
 
+use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -14,7 +15,7 @@ use herdless_pager::vmm::{GuestMemory, Hugepages, HUGE_PAGE};
 use super::workload::{self, Snapshot, PAGE};
 use super::{How, Params};
 use crate::harness::rusage::Usage;
-use crate::harness::scratch::Memo;
+use crate::harness::scratch::{fd_path, scratch_dir, Memo};
 use crate::harness::{gang, Case, LabError, Sample};
 
 /// A working set: runs of pages (first page, length), in touch order.
@@ -141,23 +142,21 @@ pub(super) fn serve<T>(
 }
 
 /// The working-set trace of a case, recorded once (a 4 KiB on-demand
-/// restore, untimed) and kept for the lab's lifetime.
+/// restore, untimed) and kept open for the lab's lifetime: the path
+/// returned is the open file's (`/proc/<lab>/fd/N`), its name unlinked as
+/// soon as it was recorded, so that no trace is left behind however the
+/// lab ends.
 pub(super) fn trace_for(
     snapshot: &Snapshot,
     p: &Params,
     runs: &[(usize, usize)],
 ) -> Result<PathBuf, LabError> {
     /// (snapshot MiB, working set %, threads) → the trace recorded.
-    static TRACES: Memo<(usize, usize, usize), PathBuf> = Memo::new();
+    static TRACES: Memo<(usize, usize, usize), Arc<File>> = Memo::new();
     let key = (p.snapshot_mib, p.working_set_percent, p.threads);
-    TRACES.get(key, || {
-        let path = std::env::temp_dir().join(format!(
-            "herdless-lab-restore-{}-{}m-{}p-{}t.trace",
-            std::process::id(),
-            p.snapshot_mib,
-            p.working_set_percent,
-            p.threads
-        ));
+    let trace = TRACES.get(key, || {
+        let dir = scratch_dir("trace")?;
+        let path = dir.path().join("working-set.trace");
         let mut opts = RestoreOptions::new(socket_path(), &snapshot.path);
         opts.handlers = handlers(p.threads);
         opts.record = Some(path.clone());
@@ -165,8 +164,12 @@ pub(super) fn trace_for(
         // (the S3 table packs its own copy in the bucket, `s3.rs`).
         opts.pack = false;
         restore(snapshot, opts, PAGE, runs, p.threads)?;
-        Ok(path)
-    })
+        let file = File::open(&path)
+            .map_err(|e| LabError::os(format!("opening the trace {}", path.display()), e))?;
+        Ok(Arc::new(file))
+        // `dir` goes here, with the trace's name.
+    })?;
+    Ok(fd_path(&trace))
 }
 
 /// Case `p`'s snapshot, its working set (runs of pages) and the trace
