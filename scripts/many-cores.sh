@@ -28,7 +28,7 @@
 #   sweep-<n>-default.json and their `compare`, sweep-<n>.txt. The
 #   variables: HERDLESS_MUTEX_TUNING (`mutex/spin.rs`),
 #   HERDLESS_RWSEM_TUNING (`rwsem/tuning.rs`: spin, handoff, intent=0), HERDLESS_CONDVAR_FANOUT
-#   (`condvar/cascade.rs`); SWEEP_STATS=stats runs them with counters on;
+#   (`condvar/cascade.rs`), HERDLESS_CONDVAR_BROADCAST=1 (`condvar/broadcast.rs`); SWEEP_STATS=stats runs them with counters on;
 # - TABLES (default "restore:s3": issue 24's S3 restore table, where the S3
 #   server, the client and the handler have cores of their own; entries
 #   EXPERIMENT:TEXT, TEXT without spaces, as `run --table` takes it),

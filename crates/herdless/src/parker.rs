@@ -235,6 +235,55 @@ impl Parker {
     }
 }
 
+impl Parker {
+    /// [`park_deadline`](Self::park_deadline) that also returns when
+    /// `broadcast` changes or is woken (`sys::wait_either`): the condvar's
+    /// broadcast (`condvar/broadcast.rs`), whose notifier marks its
+    /// waiters with [`Unparker::mark`] instead of waking each, then bumps
+    /// `broadcast` and wakes every sleeper of it with one system call.
+    ///
+    /// No mark is missed: the notifier marks (`swap`, Release) before it
+    /// bumps `broadcast` (an RMW, Release) and wakes it, and this loop
+    /// reads `broadcast` (Acquire) before each wait. The kernel checks and
+    /// queues on the two words one after the other, each under its own
+    /// hash-bucket lock (`futex_wait_multiple_setup`), so a mark may land
+    /// after the check of our own word, unseen; but then the bump comes
+    /// after it too. A wait that checks `broadcast` after the bump sees a
+    /// new value and returns, and the next look at our word (the CAS
+    /// below, after this loop's Acquire load of the bumped value, or the
+    /// next wait's check) finds the mark. A wait that checked `broadcast`
+    /// before the bump is queued on it when the bump's wake comes, and is
+    /// woken. Without the bump the first case would sleep on. Loom checks
+    /// the notifier's side (`tests/loom_futex.rs`, the broadcast models:
+    /// without the mark or the wake they deadlock); its model of the
+    /// two-word wait checks both words at once.
+    pub(crate) fn park_deadline_either(&self, deadline: Deadline, broadcast: &AtomicU32) {
+        let state = &self.slot.state;
+        // As in `park_deadline`.
+        if state.fetch_sub(1, Ordering::Acquire) == NOTIFIED {
+            return;
+        }
+        loop {
+            let seen = broadcast.load(Ordering::Acquire);
+            sys::wait_either(state, PARKED, broadcast, seen, deadline);
+            // Acquire: as in `park_deadline`.
+            if state
+                .compare_exchange(NOTIFIED, EMPTY, Ordering::Acquire, Ordering::Relaxed)
+                .is_ok()
+            {
+                return;
+            }
+            if deadline.has_passed() {
+                state.swap(EMPTY, Ordering::Acquire);
+                return;
+            }
+            // Still PARKED: a broadcast that did not mark us (we queued
+            // after it, or it was another wait's), or a spurious return.
+            // Wait again, on the value `broadcast` has now.
+        }
+    }
+}
+
 impl Drop for Parker {
     fn drop(&mut self) {
         // Relaxed: the count only tells late handles that this parker is
@@ -267,6 +316,22 @@ impl Unparker {
             // even if the parker returned and was dropped meanwhile.
             sys::wake_one(&slot.state);
         }
+    }
+
+    /// Leaves the parker a token as [`unpark`](Self::unpark) does, without
+    /// waking it: returns whether it was asleep (or about to sleep), in
+    /// which case the caller owes it a wake through the word it sleeps on
+    /// beside its own, which `park_deadline_either` was given (bump it,
+    /// then wake all of it: `condvar/broadcast.rs`). For parkers parked that
+    /// way only: one in a plain park would sleep on.
+    pub(crate) fn mark(&self) -> bool {
+        let slot = self.slot;
+        // Relaxed: as in `unpark`.
+        if slot.generation.load(Ordering::Relaxed) != self.generation {
+            return false;
+        }
+        // Release pairs with the Acquire in `park_deadline_either`.
+        slot.state.swap(NOTIFIED, Ordering::Release) == PARKED
     }
 
     /// Whether both handles wake the same parker.
@@ -434,6 +499,48 @@ mod loom_tests {
             unparker.unpark();
             waiter.join().unwrap();
             late.join().unwrap();
+        });
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    /// The broadcast's two sides (`condvar/broadcast.rs`): a mark before
+    /// the park leaves a token it returns on at once; a mark while it
+    /// sleeps owes a wake, which only the bump and wake of the broadcast
+    /// word give (the sleeper's 10 s deadline is a guard against a hang,
+    /// not a measurement: the test fails if it is reached).
+    #[test]
+    fn a_marked_parker_is_woken_through_the_broadcast_word() {
+        if !sys::either_supported() {
+            eprintln!("SKIPPED: no futex_waitv here (it needs Linux 5.16)");
+            return;
+        }
+        let broadcast = AtomicU32::new(0);
+        let parker = Parker::new();
+        assert!(!parker.unparker().mark(), "not asleep: no wake owed");
+        parker.park_deadline_either(Deadline::Never, &broadcast);
+
+        let (handles, handle) = std::sync::mpsc::channel();
+        std::thread::scope(|s| {
+            let sleeper = s.spawn(|| {
+                let parker = Parker::new();
+                handles.send(parker.unparker()).unwrap();
+                let deadline = Deadline::after(Some(Duration::from_secs(10)));
+                parker.park_deadline_either(deadline, &broadcast);
+                deadline.has_passed()
+            });
+            let unparker: Unparker = handle.recv().unwrap();
+            while unparker.slot.state.load(Ordering::Acquire) != PARKED {
+                std::thread::yield_now();
+            }
+            assert!(unparker.mark(), "asleep: a wake is owed");
+            broadcast.fetch_add(1, Ordering::Release);
+            sys::wake_all(&broadcast);
+            assert!(!sleeper.join().unwrap(), "woken by the broadcast word");
         });
     }
 }

@@ -382,8 +382,22 @@ fn timed_lock_racing_the_unlock_strands_nobody() {
 /// deadlock otherwise). Either way nobody is left queued.
 #[test]
 fn notify_all_after_the_unlock_moves_waiters_onto_a_free_mutex_safely() {
-    model(2, || {
-        let shared = Arc::new((RawMutex::new(), RawCondvar::new(), AtomicU32::new(0)));
+    notify_all_after_the_unlock(RawCondvar::new);
+}
+
+/// The same with the broadcast (`condvar/broadcast.rs`): a `notify_all`
+/// that finds the mutex free marks both waiters and wakes them through the
+/// condvar's `epoch`, one of them perhaps not yet asleep, or still holding
+/// the mutex (then it is moved onto the held mutex as above). Nobody
+/// sleeps on (a loom deadlock) and nobody is left queued.
+#[test]
+fn a_broadcast_notify_all_after_the_unlock_wakes_every_waiter() {
+    notify_all_after_the_unlock(RawCondvar::with_broadcast);
+}
+
+fn notify_all_after_the_unlock(condvar: fn() -> RawCondvar) {
+    model(2, move || {
+        let shared = Arc::new((RawMutex::new(), condvar(), AtomicU32::new(0)));
         let waiters: Vec<_> = (0..2)
             .map(|_| {
                 let shared = shared.clone();
@@ -408,6 +422,34 @@ fn notify_all_after_the_unlock_moves_waiters_onto_a_free_mutex_safely() {
         for w in waiters {
             w.join().unwrap();
         }
+        assert_eq!(FutexTable::global().total_waiters(), 0);
+    });
+}
+
+/// A broadcast `notify_all` counts exactly the waits it ended: a timed
+/// waiter reports "notified" iff the count includes it, whether the
+/// broadcast, its timeout, or its own first park comes first (the mark
+/// then finds it parked, about to park, or gone).
+#[test]
+fn a_broadcast_notify_all_counts_exactly_the_waits_it_ended() {
+    model(3, || {
+        let shared = Arc::new((RawMutex::new(), RawCondvar::with_broadcast()));
+        let waiter = {
+            let shared = shared.clone();
+            thread::spawn(move || {
+                let (m, c) = &*shared;
+                m.acquire();
+                // SAFETY: we hold `m`.
+                let timed_out = unsafe { c.wait_raw(m, Some(std::time::Duration::from_secs(1))) };
+                // SAFETY: we hold `m`.
+                unsafe { m.release() };
+                timed_out
+            })
+        };
+        let (_, c) = &*shared;
+        let notified = c.notify_all_raw();
+        let timed_out = waiter.join().unwrap();
+        assert_eq!(notified, usize::from(!timed_out));
         assert_eq!(FutexTable::global().total_waiters(), 0);
     });
 }

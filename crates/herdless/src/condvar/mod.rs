@@ -26,6 +26,8 @@
 //!   cascade, each woken waiter waking the next few (`cascade.rs`); on two
 //!   CPUs with the mutex held it moves them all onto the mutex, whose
 //!   unlocks wake them one by one, each when the mutex is free for it.
+//!   With `HERDLESS_CONDVAR_BROADCAST=1` (an experiment) a free mutex's
+//!   waiters are woken with one system call instead (`broadcast.rs`).
 //!
 //! `state` holds the address of the mutex word the queued waiters use,
 //! `NO_WAITERS` when none is queued, or `MIXED`. It is written only
@@ -56,6 +58,7 @@
 //! once that waiter has left). A notify that does not hold the mutex races
 //! the wait, and may be ordered before it.
 
+mod broadcast;
 mod cascade;
 
 use std::time::Duration;
@@ -107,6 +110,13 @@ const MIXED: usize = usize::MAX;
 #[derive(Debug)]
 pub struct RawCondvar {
     state: AtomicUsize,
+    /// Bumped by a broadcast `notify_all`, which then wakes its sleepers
+    /// (`broadcast.rs`); unused unless the broadcast is on.
+    epoch: AtomicU32,
+    /// Whether this condvar broadcasts: a loom model's choice
+    /// ([`RawCondvar::with_broadcast`]).
+    #[cfg(loom)]
+    broadcast: bool,
 }
 
 /// A condition variable for [`Mutex`](crate::Mutex) guards.
@@ -181,6 +191,7 @@ impl RawCondvar {
     pub const fn new() -> Self {
         RawCondvar {
             state: AtomicUsize::new(NO_WAITERS),
+            epoch: AtomicU32::new(0),
         }
     }
 
@@ -189,6 +200,18 @@ impl RawCondvar {
     pub fn new() -> Self {
         RawCondvar {
             state: AtomicUsize::new(NO_WAITERS),
+            epoch: AtomicU32::new(0),
+            broadcast: false,
+        }
+    }
+
+    /// A condvar whose `notify_all` to a free mutex broadcasts
+    /// (`HERDLESS_CONDVAR_BROADCAST=1` outside loom), for the models.
+    #[cfg(loom)]
+    pub fn with_broadcast() -> Self {
+        RawCondvar {
+            broadcast: true,
+            ..Self::new()
         }
     }
 
@@ -260,7 +283,10 @@ impl RawCondvar {
                     }
                 }
             },
-            ParkHow::until(Deadline::after(timeout)),
+            ParkHow {
+                broadcast: self.broadcast_word(),
+                ..ParkHow::until(Deadline::after(timeout))
+            },
         );
         match parked {
             Parked::Unparked {
@@ -375,15 +401,19 @@ impl RawCondvar {
     fn notify(&self, n: usize) -> usize {
         let fan_out = cascade::fan_out();
         let all = n == usize::MAX && fan_out.width > 0;
-        if all && fan_out.when_held {
+        let broadcast = all && self.broadcasts();
+        if all && fan_out.when_held && !broadcast {
             return self.notify_all_cascade();
         }
         let table = FutexTable::global();
         let key = self.key();
         loop {
             // Set when a `notify_all` finds the mutex free and cascades
-            // instead (`cascade`; the requeue below then moves nobody).
+            // (`cascade`) or broadcasts (`broadcast`) instead, or finds it
+            // held and cascades on many CPUs; the requeue below then moves
+            // nobody.
             let mut cascade_instead = false;
+            let mut broadcast_instead = false;
             // Relaxed: a guess at the target bucket, validated under the
             // locks below.
             let mutex = match self.state.load(Ordering::Relaxed) {
@@ -408,6 +438,20 @@ impl RawCondvar {
                     // queued waiter borrows its mutex for the whole wait:
                     // the word is live while we hold the lock.
                     let word = unsafe { &*(mutex as *const AtomicU32) };
+                    if broadcast {
+                        // Free: everyone at once (`broadcast`). Held: the
+                        // cascade where it is the rule (many CPUs), else
+                        // the chain below.
+                        let locked = RawMutex::is_locked(word);
+                        if !locked || fan_out.when_held {
+                            broadcast_instead = !locked;
+                            cascade_instead = locked;
+                            return Some(RequeueOp {
+                                wake: 0,
+                                requeue: 0,
+                            });
+                        }
+                    }
                     let held = RawMutex::mark_parked_if_locked(word);
                     if all && !held {
                         // Free: a cascade gets them running sooner than a
@@ -440,6 +484,9 @@ impl RawCondvar {
                     }
                 },
             );
+            if broadcast_instead {
+                return self.notify_all_broadcast();
+            }
             if cascade_instead {
                 return self.notify_all_cascade();
             }

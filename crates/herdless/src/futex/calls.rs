@@ -5,8 +5,10 @@
 //! imports it.
 
 use std::num::NonZeroU32;
+use std::ptr::NonNull;
 
 use crate::deadline::Deadline;
+use crate::sync::AtomicU32;
 use crate::util::waiter::SPIN_FOR_GRANT;
 
 /// How a `FutexTable::park` ended.
@@ -71,6 +73,10 @@ pub(crate) struct ParkHow {
     /// Looks at the grant word before the first sleep (see
     /// `Waiter::sleep_watching`).
     pub(crate) watch: u32,
+    /// A word whose bump and wake also end each sleep: a condvar waiter
+    /// under the broadcast (`condvar/broadcast.rs`). The caller keeps the
+    /// word alive for the whole park.
+    pub(crate) broadcast: Option<NonNull<AtomicU32>>,
 }
 
 impl ParkHow {
@@ -83,6 +89,7 @@ impl ParkHow {
             front: false,
             ahead: false,
             watch: SPIN_FOR_GRANT,
+            broadcast: None,
         }
     }
 }

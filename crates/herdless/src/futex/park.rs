@@ -26,10 +26,11 @@ use super::calls::{ParkHow, Parked, RequeueOp, Unparked};
 use super::table::{FutexTable, Requeued, WakePolicy};
 use super::waiter::{with_record, Keyed, Waiter};
 use crate::parker;
-use crate::sync::{fence, Ordering};
+use crate::sync::{fence, AtomicU32, Ordering};
+use crate::sys;
 use crate::util::sleeper::{Sleeper, Wakeup};
 use crate::util::waiter::{Slept, GRANTED};
-use crate::util::wake_list::WakeList;
+use crate::util::wake_list::{Wake, WakeList};
 
 /// Cancels a queued record if `before_sleep` unwinds: the record lives on
 /// the unwinding frame and must leave the list first (running the
@@ -130,8 +131,12 @@ impl FutexTable {
                     .expect("taken only here or on unwind");
                 drop(guard);
 
-                match waiter.sleep_watching(parker, how.deadline, how.watch, || None::<Infallible>)
-                {
+                // SAFETY: the caller keeps the word alive for the park
+                // (`ParkHow::broadcast`).
+                let broadcast = how.broadcast.map(|word| unsafe { word.as_ref() });
+                match waiter.sleep_watching(parker, how.deadline, how.watch, broadcast, || {
+                    None::<Infallible>
+                }) {
                     Slept::Granted(token) => Parked::Unparked {
                         token,
                         // Relaxed: written under a bucket lock before the
@@ -299,6 +304,48 @@ impl FutexTable {
     /// `under_lock` there once they are dequeued; returns how many.
     pub(crate) fn unpark_all(&self, key: usize, under_lock: impl FnOnce()) -> usize {
         self.unpark_locked(self.index(key), key, usize::MAX, under_lock)
+    }
+
+    /// [`unpark_all`](Self::unpark_all) for waiters that park with
+    /// `broadcast` ([`ParkHow::broadcast`]): instead of one wake per
+    /// thread, each is marked (`Unparker::mark`), then `broadcast` is
+    /// bumped and woken once, which wakes every marked thread that sleeps
+    /// (`condvar/broadcast.rs`). A task waiter is woken through its waker
+    /// as usual. Returns how many were dequeued.
+    pub(crate) fn unpark_all_broadcast(
+        &self,
+        key: usize,
+        broadcast: &AtomicU32,
+        under_lock: impl FnOnce(),
+    ) -> usize {
+        let index = self.index(key);
+        self.counters.wake_lock_acquisitions.add(1);
+        let bucket = &self.buckets[index];
+        let mut wakes = WakeList::new();
+        let mut queue = bucket.queue.lock();
+        let mut cursor = KeyedCursor::new(&mut queue, key);
+        let mut woken = 0;
+        while cursor.next().is_some() {
+            let node = cursor.unlink_current();
+            // SAFETY: as in `unpark_locked`.
+            unsafe { Waiter::grant(node, GRANTED, &mut wakes) };
+            woken += 1;
+        }
+        under_lock();
+        drop(queue);
+        bucket.withdraw(woken);
+        let mut asleep = false;
+        wakes.drain_with(|wakeup| match wakeup {
+            Wakeup::Thread(unparker) => asleep |= unparker.mark(),
+            task => task.wake(),
+        });
+        if asleep {
+            // Release: after every mark (`Parker::park_deadline_either`).
+            broadcast.fetch_add(1, Ordering::Release);
+            sys::wake_all(broadcast);
+        }
+        self.counters.wakeups.add(woken as u64);
+        woken
     }
 
     /// Under both bucket locks, asks `validate` what to do; if it says

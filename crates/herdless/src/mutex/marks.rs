@@ -41,6 +41,14 @@ impl RawMutex {
         }
     }
 
+    /// Whether the mutex with futex word `word` is held, at a glance (no
+    /// mark): the condvar's choice between its broadcast and its cascade
+    /// (`condvar/broadcast.rs`), which either way wakes every waiter once.
+    pub(crate) fn is_locked(word: &AtomicU32) -> bool {
+        // Relaxed: a hint; neither answer can lose a waiter.
+        word.load(Ordering::Relaxed) & LOCKED != 0
+    }
+
     /// Marks the word PARKED after a condvar moved waiters onto a free
     /// mutex: whoever takes it next unlocks through the slow path and
     /// wakes them. Called under the word's bucket lock.

@@ -35,3 +35,28 @@ pub(crate) fn wake_one(_word: &AtomicU32) {
     let _guard = lock.lock().unwrap();
     cond.notify_all();
 }
+
+/// The model of `futex_waitv` on two words: sleeps while both hold their
+/// expected values, checked under the model's one lock.
+pub(crate) fn wait_either(
+    word: &AtomicU32,
+    expected: u32,
+    other: &AtomicU32,
+    other_expected: u32,
+    deadline: Deadline,
+) {
+    if !deadline.is_never() {
+        loom::thread::yield_now();
+        return;
+    }
+    let (lock, cond) = &*SLEEP;
+    let guard = lock.lock().unwrap();
+    if word.load(Ordering::Relaxed) == expected && other.load(Ordering::Relaxed) == other_expected {
+        drop(cond.wait(guard).unwrap());
+    }
+}
+
+/// Every sleeper of `word` (the model wakes everybody anyway).
+pub(crate) fn wake_all(word: &AtomicU32) {
+    wake_one(word)
+}

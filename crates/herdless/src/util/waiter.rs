@@ -188,19 +188,22 @@ impl<P, W: WakeSource> Waiter<P, W> {
         deadline: Deadline,
         on_wakeup: impl FnMut() -> Option<R>,
     ) -> Slept<R> {
-        self.sleep_watching(parker, deadline, SPIN_FOR_GRANT, on_wakeup)
+        self.sleep_watching(parker, deadline, SPIN_FOR_GRANT, None, on_wakeup)
     }
 
     /// [`sleep`](Self::sleep), watching the grant word `watch` times
     /// (instead of the default) before the first park: a mutex sleeper,
     /// whose grant waits for an unlock that may be far off, watches less
     /// than a condvar or queue waiter, whose grant a running peer is about
-    /// to give.
+    /// to give. With `broadcast`, each park also ends when that word is
+    /// bumped and woken (`Parker::park_deadline_either`): a condvar waiter
+    /// under the broadcast (`condvar/broadcast.rs`).
     pub(crate) fn sleep_watching<R>(
         &self,
         parker: &Parker,
         deadline: Deadline,
         watch: u32,
+        broadcast: Option<&AtomicU32>,
         mut on_wakeup: impl FnMut() -> Option<R>,
     ) -> Slept<R> {
         if let Some(token) = self.spin_for_grant(watch) {
@@ -210,7 +213,10 @@ impl<P, W: WakeSource> Waiter<P, W> {
             if let Some(token) = self.granted() {
                 return Slept::Granted(token);
             }
-            parker.park_deadline(deadline);
+            match broadcast {
+                Some(word) => parker.park_deadline_either(deadline, word),
+                None => parker.park_deadline(deadline),
+            }
             if let Some(token) = self.granted() {
                 return Slept::Granted(token);
             }

@@ -121,6 +121,27 @@ impl<W: Wake> WakeList<W> {
     }
 }
 
+impl<W: Wake> WakeList<W> {
+    /// Hands every deferred wakeup to `f` instead of issuing it, in the
+    /// order they were pushed (the condvar's broadcast marks its threads
+    /// and wakes them with one system call: `condvar/broadcast.rs`). Call
+    /// it after dropping the lock, as [`wake_all`](Self::wake_all).
+    pub(crate) fn drain_with(&mut self, mut f: impl FnMut(W)) {
+        while self.woken < self.len {
+            let slot = &self.inline[self.woken];
+            // As in `wake_all`.
+            self.woken += 1;
+            // SAFETY: as in `wake_all`.
+            f(unsafe { slot.assume_init_read() });
+        }
+        self.len = 0;
+        self.woken = 0;
+        for w in self.spill.drain(..) {
+            f(w);
+        }
+    }
+}
+
 impl<W: Wake> Drop for WakeList<W> {
     fn drop(&mut self) {
         self.wake_all();
