@@ -208,30 +208,7 @@ impl Parker {
     }
 
     pub(crate) fn park_deadline(&self, deadline: Deadline) {
-        let state = &self.slot.state;
-        // NOTIFIED -> EMPTY consumes a token; EMPTY -> PARKED announces sleep.
-        // Acquire pairs with the Release swap in `unpark`: what the unparker
-        // wrote before unparking (typically a "you are woken" flag) is
-        // visible when we return.
-        if state.fetch_sub(1, Ordering::Acquire) == NOTIFIED {
-            return;
-        }
-        loop {
-            sys::wait(state, PARKED, deadline);
-            // Acquire: as above.
-            if state
-                .compare_exchange(NOTIFIED, EMPTY, Ordering::Acquire, Ordering::Relaxed)
-                .is_ok()
-            {
-                return;
-            }
-            if deadline.has_passed() {
-                // Leave PARKED. If a token raced in, we consume it: returning
-                // is exactly what it asked for.
-                state.swap(EMPTY, Ordering::Acquire);
-                return;
-            }
-        }
+        self.park_until(deadline, None)
     }
 }
 
@@ -258,15 +235,29 @@ impl Parker {
     /// without the mark or the wake they deadlock); its model of the
     /// two-word wait checks both words at once.
     pub(crate) fn park_deadline_either(&self, deadline: Deadline, broadcast: &AtomicU32) {
+        self.park_until(deadline, Some(broadcast))
+    }
+
+    /// `park_deadline`, on `broadcast` too if given.
+    fn park_until(&self, deadline: Deadline, broadcast: Option<&AtomicU32>) {
         let state = &self.slot.state;
-        // As in `park_deadline`.
+        // NOTIFIED -> EMPTY consumes a token; EMPTY -> PARKED announces sleep.
+        // Acquire pairs with the Release swap in `unpark` (or `mark`): what
+        // the unparker wrote before unparking (typically a "you are woken"
+        // flag) is visible when we return.
         if state.fetch_sub(1, Ordering::Acquire) == NOTIFIED {
             return;
         }
         loop {
-            let seen = broadcast.load(Ordering::Acquire);
-            sys::wait_either(state, PARKED, broadcast, seen, deadline);
-            // Acquire: as in `park_deadline`.
+            match broadcast {
+                None => sys::wait(state, PARKED, deadline),
+                Some(word) => {
+                    // Read before each wait, for the argument above.
+                    let seen = word.load(Ordering::Acquire);
+                    sys::wait_either(state, PARKED, word, seen, deadline);
+                }
+            }
+            // Acquire: as above.
             if state
                 .compare_exchange(NOTIFIED, EMPTY, Ordering::Acquire, Ordering::Relaxed)
                 .is_ok()
@@ -274,12 +265,14 @@ impl Parker {
                 return;
             }
             if deadline.has_passed() {
+                // Leave PARKED. If a token raced in, we consume it: returning
+                // is exactly what it asked for.
                 state.swap(EMPTY, Ordering::Acquire);
                 return;
             }
-            // Still PARKED: a broadcast that did not mark us (we queued
-            // after it, or it was another wait's), or a spurious return.
-            // Wait again, on the value `broadcast` has now.
+            // Still PARKED: a spurious return, or (with `broadcast`) a
+            // broadcast that did not mark us (we queued after it, or it was
+            // another wait's). Wait again.
         }
     }
 }

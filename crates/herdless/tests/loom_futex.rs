@@ -183,19 +183,7 @@ fn condvar_notify_all_requeue_never_strands_a_waiter() {
 fn notify_one_is_true_exactly_when_the_waiter_was_notified() {
     model(3, || {
         let shared = Arc::new((RawMutex::new(), RawCondvar::new()));
-        let waiter = {
-            let shared = shared.clone();
-            thread::spawn(move || {
-                let (m, c) = &*shared;
-                m.acquire();
-                // SAFETY: we hold `m`.
-                let timed_out = unsafe { c.wait_raw(m, Some(std::time::Duration::from_secs(1))) };
-                assert!(m.is_held(), "the wait returns holding the mutex");
-                // SAFETY: we hold `m`.
-                unsafe { m.release() };
-                timed_out
-            })
-        };
+        let waiter = timed_waiter(shared.clone());
         let (_, c) = &*shared;
         let notified = c.notify_one_raw();
         let timed_out = waiter.join().unwrap();
@@ -205,6 +193,21 @@ fn notify_one_is_true_exactly_when_the_waiter_was_notified() {
         );
         assert_eq!(FutexTable::global().total_waiters(), 0);
     });
+}
+
+/// A thread that waits once on the condvar with the mutex, with a timeout
+/// (under loom it may fire at any moment); returns whether it timed out.
+fn timed_waiter(shared: Arc<(RawMutex, RawCondvar)>) -> thread::JoinHandle<bool> {
+    thread::spawn(move || {
+        let (m, c) = &*shared;
+        m.acquire();
+        // SAFETY: we hold `m`.
+        let timed_out = unsafe { c.wait_raw(m, Some(std::time::Duration::from_secs(1))) };
+        assert!(m.is_held(), "the wait returns holding the mutex");
+        // SAFETY: we hold `m`.
+        unsafe { m.release() };
+        timed_out
+    })
 }
 
 /// parking_lot's `test_condvar_requeue` shape: `while !notify_one() {}`
@@ -434,18 +437,7 @@ fn notify_all_after_the_unlock(condvar: fn() -> RawCondvar) {
 fn a_broadcast_notify_all_counts_exactly_the_waits_it_ended() {
     model(3, || {
         let shared = Arc::new((RawMutex::new(), RawCondvar::with_broadcast()));
-        let waiter = {
-            let shared = shared.clone();
-            thread::spawn(move || {
-                let (m, c) = &*shared;
-                m.acquire();
-                // SAFETY: we hold `m`.
-                let timed_out = unsafe { c.wait_raw(m, Some(std::time::Duration::from_secs(1))) };
-                // SAFETY: we hold `m`.
-                unsafe { m.release() };
-                timed_out
-            })
-        };
+        let waiter = timed_waiter(shared.clone());
         let (_, c) = &*shared;
         let notified = c.notify_all_raw();
         let timed_out = waiter.join().unwrap();

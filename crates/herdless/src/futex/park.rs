@@ -224,6 +224,19 @@ impl FutexTable {
         max: usize,
         under_lock: impl FnOnce(),
     ) -> usize {
+        self.unpark_locked_then(index, key, max, under_lock, |wakes| wakes.wake_all())
+    }
+
+    /// [`unpark_locked`](Self::unpark_locked), issuing the wakeups with
+    /// `issue` once the lock is dropped.
+    fn unpark_locked_then(
+        &self,
+        index: usize,
+        key: usize,
+        max: usize,
+        under_lock: impl FnOnce(),
+        issue: impl FnOnce(&mut WakeList<Wakeup>),
+    ) -> usize {
         self.counters.wake_lock_acquisitions.add(1);
         let bucket = &self.buckets[index];
         let mut wakes = WakeList::new();
@@ -240,7 +253,7 @@ impl FutexTable {
         under_lock();
         drop(queue);
         bucket.withdraw(woken);
-        wakes.wake_all();
+        issue(&mut wakes);
         self.counters.wakeups.add(woken as u64);
         woken
     }
@@ -318,34 +331,18 @@ impl FutexTable {
         broadcast: &AtomicU32,
         under_lock: impl FnOnce(),
     ) -> usize {
-        let index = self.index(key);
-        self.counters.wake_lock_acquisitions.add(1);
-        let bucket = &self.buckets[index];
-        let mut wakes = WakeList::new();
-        let mut queue = bucket.queue.lock();
-        let mut cursor = KeyedCursor::new(&mut queue, key);
-        let mut woken = 0;
-        while cursor.next().is_some() {
-            let node = cursor.unlink_current();
-            // SAFETY: as in `unpark_locked`.
-            unsafe { Waiter::grant(node, GRANTED, &mut wakes) };
-            woken += 1;
-        }
-        under_lock();
-        drop(queue);
-        bucket.withdraw(woken);
-        let mut asleep = false;
-        wakes.drain_with(|wakeup| match wakeup {
-            Wakeup::Thread(unparker) => asleep |= unparker.mark(),
-            task => task.wake(),
-        });
-        if asleep {
-            // Release: after every mark (`Parker::park_deadline_either`).
-            broadcast.fetch_add(1, Ordering::Release);
-            sys::wake_all(broadcast);
-        }
-        self.counters.wakeups.add(woken as u64);
-        woken
+        self.unpark_locked_then(self.index(key), key, usize::MAX, under_lock, |wakes| {
+            let mut asleep = false;
+            wakes.drain_with(|wakeup| match wakeup {
+                Wakeup::Thread(unparker) => asleep |= unparker.mark(),
+                task => task.wake(),
+            });
+            if asleep {
+                // Release: after every mark (`Parker::park_deadline_either`).
+                broadcast.fetch_add(1, Ordering::Release);
+                sys::wake_all(broadcast);
+            }
+        })
     }
 
     /// Under both bucket locks, asks `validate` what to do; if it says

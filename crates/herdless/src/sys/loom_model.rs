@@ -19,13 +19,18 @@ loom::lazy_static! {
 }
 
 pub(crate) fn wait(word: &AtomicU32, expected: u32, deadline: Deadline) {
+    sleep_while(deadline, || word.load(Ordering::Relaxed) == expected)
+}
+
+/// Sleeps while `holds()`, checked under the model's lock.
+fn sleep_while(deadline: Deadline, holds: impl Fn() -> bool) {
     if !deadline.is_never() {
         loom::thread::yield_now();
         return;
     }
     let (lock, cond) = &*SLEEP;
     let guard = lock.lock().unwrap();
-    if word.load(Ordering::Relaxed) == expected {
+    if holds() {
         drop(cond.wait(guard).unwrap());
     }
 }
@@ -45,15 +50,9 @@ pub(crate) fn wait_either(
     other_expected: u32,
     deadline: Deadline,
 ) {
-    if !deadline.is_never() {
-        loom::thread::yield_now();
-        return;
-    }
-    let (lock, cond) = &*SLEEP;
-    let guard = lock.lock().unwrap();
-    if word.load(Ordering::Relaxed) == expected && other.load(Ordering::Relaxed) == other_expected {
-        drop(cond.wait(guard).unwrap());
-    }
+    sleep_while(deadline, || {
+        word.load(Ordering::Relaxed) == expected && other.load(Ordering::Relaxed) == other_expected
+    })
 }
 
 /// Every sleeper of `word` (the model wakes everybody anyway).
