@@ -210,9 +210,7 @@ impl Parker {
     pub(crate) fn park_deadline(&self, deadline: Deadline) {
         self.park_until(deadline, None)
     }
-}
 
-impl Parker {
     /// [`park_deadline`](Self::park_deadline) that also returns when
     /// `broadcast` changes or is woken (`sys::wait_either`): the condvar's
     /// broadcast (`condvar/broadcast.rs`), whose notifier marks its
