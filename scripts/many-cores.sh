@@ -11,8 +11,10 @@
 #   scripts/many-cores.sh [OUT]            both, on this machine (OUT default target/many-cores-results)
 #
 # What it runs, in this order (each list can be set in the environment):
-# - EXPERIMENTS (default "locks rwsem herd async": the many-core targets of
-#   issues 23 and 25), counters off then on: <exp>-<nostats|stats>.json;
+# - EXPERIMENTS (default "locks rwsem herd async epoll futex-wake": the
+#   many-core targets of issues 23 and 25, and the tables of seeds 003 and
+#   004 whose contention needs 8–32 CPUs), counters off then on:
+#   <exp>-<nostats|stats>.json;
 # - STATS_PAIRS (default 3) alternating pairs, counters off then on, of the
 #   mutex tables and the rwsem (issue 23: what the counters cost, read from
 #   each pair's `compare`, the peers' B/A showing the drift between the two
@@ -48,7 +50,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 target=x86_64-unknown-linux-gnu
-experiments=${EXPERIMENTS-locks rwsem herd async}
+experiments=${EXPERIMENTS-locks rwsem herd async epoll futex-wake}
 stats_pairs=${STATS_PAIRS:-3}
 tables=${TABLES-restore:s3}
 sweeps=${SWEEPS-HERDLESS_MUTEX_TUNING=pausefree=7@locks:occasional+throughput}
@@ -80,6 +82,14 @@ run() {
     {
         echo "many-cores.sh on $(nproc) CPUs: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2-)"
         echo "kernel $(uname -r); started $(date -u +%FT%TZ)"
+        # Which CPUs share a core (SMT siblings) and a socket: a spinning
+        # thread beside a busy sibling runs slower for the same CPU time
+        # (the slowest thread's share, README "On 16 cores").
+        local cpu
+        for cpu in /sys/devices/system/cpu/cpu[0-9]*; do
+            [ -r "$cpu/topology/thread_siblings_list" ] || continue
+            echo "  ${cpu##*/}: core siblings $(cat "$cpu/topology/thread_siblings_list"), package $(cat "$cpu/topology/physical_package_id" 2>/dev/null || echo ?)"
+        done
         # Counters off first (the figures), then on (what the counters cost).
         for exp in $experiments; do
             for stats in nostats stats; do

@@ -38,21 +38,23 @@ pub(crate) fn wake_all(word: &AtomicU32) {
 }
 
 /// Whether [`wait_either`] works here: `futex_waitv` exists (Linux 5.16
-/// and later; asked once, with a wait whose value does not match, which
-/// returns at once).
+/// and later) and is allowed. Asked once, with a wait whose value does not
+/// match: only the answer "value changed" (EAGAIN) counts as yes, so a
+/// kernel without the call (ENOSYS) or a filter that refuses it (EPERM,
+/// say) leaves the broadcast off rather than spinning on an error.
 pub(crate) fn either_supported() -> bool {
     static SUPPORTED: OnceLock<bool> = OnceLock::new();
     *SUPPORTED.get_or_init(|| {
         let word = AtomicU32::new(0);
         let waits = [waiting_on(&word, 1)];
-        !matches!(
+        matches!(
             futex::waitv(
                 &waits,
                 futex::WaitvFlags::empty(),
                 None,
                 rustix::time::ClockId::Monotonic
             ),
-            Err(rustix::io::Errno::NOSYS)
+            Err(rustix::io::Errno::AGAIN)
         )
     })
 }
