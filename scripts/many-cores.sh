@@ -36,6 +36,12 @@
 #   EXPERIMENT:TEXT, TEXT without spaces, as `run --table` takes it),
 #   counters off: <exp>-<text>.json (it needs userfaultfd: run as root;
 #   where it is refused, each cell records the error).
+# - CPUS (default: every CPU): a CPU list the lab runs on (`taskset -c`),
+#   e.g. one CPU of each core as the header's SMT siblings show, or two
+#   siblings of each of fewer cores: the lab then sizes its thread counts
+#   and herdless its spinning to those CPUs, as on a smaller machine (the
+#   slowest thread's share with and without SMT siblings, README "On 16
+#   cores").
 # The run names the machine (cores, CPU model, kernel) in every table and
 # file. On a lent machine that sends back only a few files, write OUT
 # outside its return folder and pack it there afterwards (stop 36's device
@@ -55,6 +61,8 @@ stats_pairs=${STATS_PAIRS:-3}
 tables=${TABLES-restore:s3}
 sweeps=${SWEEPS-HERDLESS_MUTEX_TUNING=pausefree=7@locks:occasional+throughput}
 sweep_stats=${SWEEP_STATS:-nostats}
+pin=()
+[ -n "${CPUS:-}" ] && pin=(taskset -c "$CPUS")
 
 build() {
     local dir=$1
@@ -82,6 +90,7 @@ run() {
     {
         echo "many-cores.sh on $(nproc) CPUs: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2-)"
         echo "kernel $(uname -r); started $(date -u +%FT%TZ)"
+        [ -n "${CPUS:-}" ] && echo "the lab runs on CPUs $CPUS (taskset)"
         # Which CPUs share a core (SMT siblings) and a socket: a spinning
         # thread beside a busy sibling runs slower for the same CPU time
         # (the slowest thread's share, README "On 16 cores").
@@ -95,7 +104,7 @@ run() {
             for stats in nostats stats; do
                 echo
                 echo "#### $exp, herdless counters: $stats"
-                "$bin/herdless-lab-$stats" run "$exp" --json "$out/$exp-$stats.json" || echo "(exit $?)"
+                ${pin[@]+"${pin[@]}"} "$bin/herdless-lab-$stats" run "$exp" --json "$out/$exp-$stats.json" || echo "(exit $?)"
             done
         done
         # What the counters cost: alternating pairs, each compared.
@@ -103,10 +112,10 @@ run() {
             for stats in nostats stats; do
                 echo
                 echo "#### counters' cost, pair $n, herdless counters: $stats"
-                "$bin/herdless-lab-$stats" run locks rwsem --table mutex --table 'read/write' \
+                ${pin[@]+"${pin[@]}"} "$bin/herdless-lab-$stats" run locks rwsem --table mutex --table 'read/write' \
                     --json "$out/stats-cost-$n-$stats.json" || echo "(exit $?)"
             done
-            "$bin/herdless-lab-nostats" compare "$out/stats-cost-$n-nostats.json" \
+            ${pin[@]+"${pin[@]}"} "$bin/herdless-lab-nostats" compare "$out/stats-cost-$n-nostats.json" \
                 "$out/stats-cost-$n-stats.json" >"$out/stats-cost-$n.txt" || echo "(exit $?)"
         done
         # Each sweep entry: tuned, then the default, then compared.
@@ -122,11 +131,11 @@ run() {
             fi
             echo
             echo "#### sweep $n: $exp ${filter[*]}, $setting (sweep-$n-tuned.json), then the default"
-            env "$setting" "$bin/herdless-lab-$sweep_stats" run "$exp" "${filter[@]}" \
+            env "$setting" ${pin[@]+"${pin[@]}"} "$bin/herdless-lab-$sweep_stats" run "$exp" "${filter[@]}" \
                 --json "$out/sweep-$n-tuned.json" || echo "(exit $?)"
-            "$bin/herdless-lab-$sweep_stats" run "$exp" "${filter[@]}" \
+            ${pin[@]+"${pin[@]}"} "$bin/herdless-lab-$sweep_stats" run "$exp" "${filter[@]}" \
                 --json "$out/sweep-$n-default.json" || echo "(exit $?)"
-            "$bin/herdless-lab-nostats" compare "$out/sweep-$n-default.json" \
+            ${pin[@]+"${pin[@]}"} "$bin/herdless-lab-nostats" compare "$out/sweep-$n-default.json" \
                 "$out/sweep-$n-tuned.json" >"$out/sweep-$n.txt" || echo "(exit $?)"
         done
         for spec in $tables; do
@@ -134,7 +143,7 @@ run() {
             local name=${table//[^A-Za-z0-9]/_}
             echo
             echo "#### $exp, tables \"$table\", herdless counters: nostats"
-            "$bin/herdless-lab-nostats" run "$exp" --table "$table" \
+            ${pin[@]+"${pin[@]}"} "$bin/herdless-lab-nostats" run "$exp" --table "$table" \
                 --json "$out/$exp-$name.json" || echo "(exit $?)"
         done
         echo

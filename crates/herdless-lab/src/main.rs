@@ -372,8 +372,10 @@ fn header(opts: &RunOptions, machine: &Machine, load: Option<LoadAverage>) -> St
     );
     let mut text = para(&suite, 2);
     let mut machine_line = format!(
-        "{} cores, Linux {}, {}",
-        machine.cores, machine.kernel, machine.cpu_model
+        "{}, Linux {}, {}",
+        machine.cores_text(),
+        machine.kernel,
+        machine.cpu_model
     );
     if let Some(load) = load {
         let _ = write!(

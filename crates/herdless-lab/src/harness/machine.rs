@@ -46,6 +46,15 @@ impl Machine {
             lab_version: env!("CARGO_PKG_VERSION").to_string(),
         }
     }
+
+    /// "1 core" or "N cores": the CPUs the lab may run on (fewer than
+    /// the machine has under `taskset`).
+    pub fn cores_text(&self) -> String {
+        match self.cores {
+            1 => "1 core".to_string(),
+            n => format!("{n} cores"),
+        }
+    }
 }
 
 #[cfg(test)]
@@ -57,5 +66,14 @@ mod tests {
         let m = Machine::detect();
         assert!(m.cores >= 1);
         assert!(!m.kernel.is_empty() && m.cpu_model != "unknown");
+    }
+
+    #[test]
+    fn one_core_is_said_in_the_singular() {
+        let mut m = Machine::detect();
+        m.cores = 1;
+        assert_eq!(m.cores_text(), "1 core");
+        m.cores = 16;
+        assert_eq!(m.cores_text(), "16 cores");
     }
 }

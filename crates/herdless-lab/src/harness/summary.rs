@@ -18,12 +18,12 @@ pub fn markdown(report: &Report) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "Measured with `herdless-lab` {} ({} suite, {} repetitions kept per cell, herdless stats {}) on {} cores, {}, Linux {}.\n",
+        "Measured with `herdless-lab` {} ({} suite, {} repetitions kept per cell, herdless stats {}) on {}, {}, Linux {}.\n",
         m.lab_version,
         report.suite.name(),
         report.reps,
         if report.herdless_stats { "on" } else { "off" },
-        m.cores,
+        m.cores_text(),
         m.cpu_model,
         m.kernel,
     );
