@@ -103,7 +103,7 @@ run() {
         for exp in $experiments; do
             for stats in nostats stats; do
                 echo
-                echo "#### $exp, herdless counters: $stats"
+                echo "#### $exp, herdless counters: $stats (t=${SECONDS}s)"
                 ${pin[@]+"${pin[@]}"} "$bin/herdless-lab-$stats" run "$exp" --json "$out/$exp-$stats.json" || echo "(exit $?)"
             done
         done
@@ -111,7 +111,7 @@ run() {
         for n in $(seq 1 "$stats_pairs"); do
             for stats in nostats stats; do
                 echo
-                echo "#### counters' cost, pair $n, herdless counters: $stats"
+                echo "#### counters' cost, pair $n, herdless counters: $stats (t=${SECONDS}s)"
                 ${pin[@]+"${pin[@]}"} "$bin/herdless-lab-$stats" run locks rwsem --table mutex --table 'read/write' \
                     --json "$out/stats-cost-$n-$stats.json" || echo "(exit $?)"
             done
@@ -130,7 +130,7 @@ run() {
                 for table in "${tables_of[@]}"; do filter+=(--table "$table"); done
             fi
             echo
-            echo "#### sweep $n: $exp ${filter[*]}, $setting (sweep-$n-tuned.json), then the default"
+            echo "#### sweep $n: $exp ${filter[*]}, $setting (sweep-$n-tuned.json), then the default (t=${SECONDS}s)"
             env "$setting" ${pin[@]+"${pin[@]}"} "$bin/herdless-lab-$sweep_stats" run "$exp" "${filter[@]}" \
                 --json "$out/sweep-$n-tuned.json" || echo "(exit $?)"
             ${pin[@]+"${pin[@]}"} "$bin/herdless-lab-$sweep_stats" run "$exp" "${filter[@]}" \
@@ -142,12 +142,12 @@ run() {
             local exp=${spec%%:*} table=${spec#*:}
             local name=${table//[^A-Za-z0-9]/_}
             echo
-            echo "#### $exp, tables \"$table\", herdless counters: nostats"
+            echo "#### $exp, tables \"$table\", herdless counters: nostats (t=${SECONDS}s)"
             ${pin[@]+"${pin[@]}"} "$bin/herdless-lab-nostats" run "$exp" --table "$table" \
                 --json "$out/$exp-$name.json" || echo "(exit $?)"
         done
         echo
-        echo "finished $(date -u +%FT%TZ)"
+        echo "finished $(date -u +%FT%TZ) (t=${SECONDS}s)"
     } 2>&1 | tee "$out/many-cores.txt"
     rm -rf "$bin"
 }
