@@ -220,11 +220,16 @@ fn occasional_locker() -> Section<occasional::Params> {
         "tail_run_delay_share",
         "of the waits ≥ p99: runnable, not running",
     ))
+    .metric(Metric::lower(
+        "hog_run_delay_share",
+        "of the hogs' time: runnable, not running",
+    ))
     .evidence(&[
         "p50_wait_us",
         "max_wait_us",
         "hog_ops_per_s",
         "tail_run_delay_share",
+        "hog_run_delay_share",
     ]);
     with_families::<Occasional>(section)
         .ratio(Ratio::of(HERDLESS, STD).at_most(1.0))

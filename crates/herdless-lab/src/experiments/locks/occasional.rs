@@ -11,7 +11,11 @@
 //! share the thread spent runnable but not running (its run delay from
 //! the kernel's scheduler statistics, read around each wait): a wait for a
 //! CPU after the wake, which no lock can shorten, against one asleep in
-//! the queue. (Where the kernel keeps no such statistics, it is left out.) Every acquisition bumps a counter under the lock, checked against
+//! the queue; and `hog_run_delay_share`: the share of the interval the
+//! hogs spent runnable but not running, summed over the hogs (a woken hog
+//! that waits for a CPU holds up the wakes behind it: README, "On 16
+//! cores"). (Where the kernel keeps no such statistics, both are left
+//! out.) Every acquisition bumps a counter under the lock, checked against
 //! the threads' own counts (a broken lock is never a fast one).
 
 use std::hint::black_box;
@@ -94,6 +98,8 @@ impl Workload for Occasional {
             took
         };
         let hog = |_: usize| {
+            let run_delay = RunDelay::of_this_thread();
+            let delay_before = run_delay.as_ref().and_then(RunDelay::now);
             let mut value = 0u64;
             let mut iterations = 0u64;
             while !stop.load(Ordering::Relaxed) {
@@ -105,10 +111,17 @@ impl Workload for Occasional {
                 iterations += 1;
             }
             black_box(value);
-            iterations
+            let delay_after = run_delay.as_ref().and_then(RunDelay::now);
+            let delay = match (delay_before, delay_after) {
+                (Some(a), Some(b)) => Some(b.saturating_sub(a)),
+                _ => None,
+            };
+            (iterations, delay)
         };
         let (run, hog_time) = gang_with(p.hogs, hog, occasional)?;
-        let hog_ops: u64 = run.results.iter().sum();
+        let hog_ops: u64 = run.results.iter().map(|(ops, _)| ops).sum();
+        // The hogs' run delay, where every hog could read its own.
+        let hog_delay: Option<u64> = run.results.iter().map(|(_, delay)| *delay).sum();
 
         let under_lock = monitor.with(|s| s.acquisitions);
         let counted = hog_ops + waits_ns.len() as u64;
@@ -129,6 +142,13 @@ impl Workload for Occasional {
             .with("p50_wait_us", us(quantile(&waits_ns, 0.5)))
             .with("max_wait_us", us(*waits_ns.last().expect("not empty")))
             .with("hog_ops_per_s", hog_ops as f64 / hog_time.as_secs_f64());
+        let sample = match hog_delay {
+            Some(delay) => sample.with(
+                "hog_run_delay_share",
+                (delay as f64 / (p.hogs as f64 * hog_time.as_nanos() as f64)).min(1.0),
+            ),
+            None => sample,
+        };
         // Of the waits at or past the p99, the share spent runnable and
         // not running (a CPU's wait, after the wake), not asleep.
         let tail: Vec<&(u64, u64)> = delays.iter().filter(|(w, _)| *w >= p99).collect();
