@@ -125,6 +125,15 @@ impl Guarded {
     }
 }
 
+/// A thread that runs `f` on `g`'s semaphore and data.
+fn spawn_on<T: Send + 'static>(
+    g: &Arc<Guarded>,
+    f: impl FnOnce(&Guarded) -> T + Send + 'static,
+) -> thread::JoinHandle<T> {
+    let g = g.clone();
+    thread::spawn(move || f(&g))
+}
+
 /// "No lost grant": the last reader leaves just as a writer queues. One of
 /// them must see the other (their RMWs on the count word are ordered).
 #[test]
@@ -132,10 +141,7 @@ fn last_reader_leaving_races_a_writer_queueing() {
     model(3, |variant| {
         let g = Guarded::new(variant);
         g.sem.read();
-        let writer = thread::spawn({
-            let g = g.clone();
-            move || g.write_once()
-        });
+        let writer = spawn_on(&g, Guarded::write_once);
         // SAFETY: taken above.
         unsafe { g.sem.read_unlock() };
         writer.join().unwrap();
@@ -188,10 +194,7 @@ fn timeout_racing_grant_is_exactly_one_outcome() {
                 Err(_) => false,
             }
         });
-        let reader = thread::spawn({
-            let g = g.clone();
-            move || g.read_once()
-        });
+        let reader = spawn_on(&g, Guarded::read_once);
         // SAFETY: taken above.
         unsafe { g.sem.write_unlock() };
         let won = timed.join().unwrap();
@@ -219,10 +222,7 @@ fn cancelled_head_writer_lets_the_reader_behind_it_in() {
                     .expect_err("a reader holds the lock throughout");
             }
         });
-        let reader = thread::spawn({
-            let g = g.clone();
-            move || g.read_once()
-        });
+        let reader = spawn_on(&g, Guarded::read_once);
         writer.join().unwrap();
         assert_eq!(reader.join().unwrap(), 0);
         // SAFETY: taken above.
@@ -238,10 +238,7 @@ fn downgrade_grants_the_queued_reader() {
     model(3, |variant| {
         let g = Guarded::new(variant);
         g.sem.write();
-        let reader = thread::spawn({
-            let g = g.clone();
-            move || g.read_once()
-        });
+        let reader = spawn_on(&g, Guarded::read_once);
         g.bump();
         // SAFETY: held exclusive; afterwards shared.
         unsafe { g.sem.downgrade() };
@@ -288,14 +285,8 @@ fn reader_backing_out_of_the_fast_path_never_swallows_a_grant() {
     model(2, |variant| {
         let g = Guarded::new(variant);
         g.sem.write();
-        let reader = thread::spawn({
-            let g = g.clone();
-            move || g.read_once()
-        });
-        let writer = thread::spawn({
-            let g = g.clone();
-            move || g.write_once()
-        });
+        let reader = spawn_on(&g, Guarded::read_once);
+        let writer = spawn_on(&g, Guarded::write_once);
         // SAFETY: taken above.
         unsafe { g.sem.write_unlock() };
         let seen = reader.join().unwrap();
@@ -362,14 +353,8 @@ fn upgrade_racing_the_last_readers_release() {
     model(2, |variant| {
         let g = Guarded::new(variant);
         g.sem.read();
-        let upgrader = thread::spawn({
-            let g = g.clone();
-            move || g.upgrade_once()
-        });
-        let reader = thread::spawn({
-            let g = g.clone();
-            move || g.read_once()
-        });
+        let upgrader = spawn_on(&g, Guarded::upgrade_once);
+        let reader = spawn_on(&g, Guarded::read_once);
         assert_eq!(g.get(), 0, "no writer while we read");
         // SAFETY: taken above.
         unsafe { g.sem.read_unlock() };
@@ -387,10 +372,7 @@ fn upgradable_release_wakes_the_sleeping_writer() {
     model(2, |variant| {
         let g = Guarded::new(variant);
         g.sem.upgradable_read();
-        let writer = thread::spawn({
-            let g = g.clone();
-            move || g.write_once()
-        });
+        let writer = spawn_on(&g, Guarded::write_once);
         g.until_waiters(1);
         g.until_handoff_spent();
         // SAFETY: taken above.
@@ -408,10 +390,7 @@ fn upgradable_release_races_a_writer_queueing() {
     model(3, |variant| {
         let g = Guarded::new(variant);
         g.sem.upgradable_read();
-        let writer = thread::spawn({
-            let g = g.clone();
-            move || g.write_once()
-        });
+        let writer = spawn_on(&g, Guarded::write_once);
         assert_eq!(g.get(), 0, "no writer while we hold it upgradable");
         // SAFETY: taken above.
         unsafe { g.sem.upgradable_unlock() };
@@ -429,14 +408,8 @@ fn upgradable_waiter_granted_with_a_reader_batch() {
     model(2, |variant| {
         let g = Guarded::new(variant);
         g.sem.write();
-        let upgradable = thread::spawn({
-            let g = g.clone();
-            move || g.upgradable_read_once()
-        });
-        let reader = thread::spawn({
-            let g = g.clone();
-            move || g.read_once()
-        });
+        let upgradable = spawn_on(&g, Guarded::upgradable_read_once);
+        let reader = spawn_on(&g, Guarded::read_once);
         g.bump();
         // SAFETY: taken above.
         unsafe { g.sem.write_unlock() };
@@ -502,10 +475,7 @@ fn cancelled_upgrade_lets_the_reader_behind_it_in() {
                 // Returns still holding the lock upgradable.
             }
         });
-        let reader = thread::spawn({
-            let g = g.clone();
-            move || g.read_once()
-        });
+        let reader = spawn_on(&g, Guarded::read_once);
         upgrader.join().unwrap();
         assert_eq!(reader.join().unwrap(), 0);
         // SAFETY: the upgrader's hold (holds belong to no thread), and ours.
@@ -532,10 +502,7 @@ fn cancelled_upgradable_head_lets_the_reader_behind_it_in() {
                     .expect_err("an upgradable reader holds the lock throughout");
             }
         });
-        let reader = thread::spawn({
-            let g = g.clone();
-            move || g.read_once()
-        });
+        let reader = spawn_on(&g, Guarded::read_once);
         timed.join().unwrap();
         assert_eq!(reader.join().unwrap(), 0);
         // SAFETY: taken above.
@@ -552,10 +519,7 @@ fn downgrade_to_upgradable_grants_the_queued_reader() {
     model(3, |variant| {
         let g = Guarded::new(variant);
         g.sem.write();
-        let reader = thread::spawn({
-            let g = g.clone();
-            move || g.read_once()
-        });
+        let reader = spawn_on(&g, Guarded::read_once);
         g.until_waiters(1);
         g.until_handoff_spent();
         g.bump();
@@ -576,10 +540,7 @@ fn downgrade_upgradable_grants_the_queued_upgradable_waiter() {
     model(3, |variant| {
         let g = Guarded::new(variant);
         g.sem.upgradable_read();
-        let waiter = thread::spawn({
-            let g = g.clone();
-            move || g.upgradable_read_once()
-        });
+        let waiter = spawn_on(&g, Guarded::upgradable_read_once);
         g.until_waiters(1);
         g.until_handoff_spent();
         // SAFETY: held upgradable; afterwards shared.
@@ -601,10 +562,7 @@ fn fair_unlock_hands_the_lock_to_the_queued_writer() {
     model(2, |variant| {
         let g = Guarded::new(variant);
         g.sem.write();
-        let writer = thread::spawn({
-            let g = g.clone();
-            move || g.write_once()
-        });
+        let writer = spawn_on(&g, Guarded::write_once);
         g.until_waiters(1);
         // SAFETY: taken above.
         unsafe { g.sem.write_unlock_fair() };
@@ -630,15 +588,9 @@ fn fair_unlock_hands_the_lock_to_the_queued_writer() {
 /// writer's).
 fn nudged_writer_with_its_handoff_spent(g: &Arc<Guarded>) -> thread::JoinHandle<()> {
     g.sem.write();
-    let reader = thread::spawn({
-        let g = g.clone();
-        move || g.read_once()
-    });
+    let reader = spawn_on(g, Guarded::read_once);
     g.until_waiters(1);
-    let writer = thread::spawn({
-        let g = g.clone();
-        move || g.write_once()
-    });
+    let writer = spawn_on(g, Guarded::write_once);
     g.until_waiters(2);
     // SAFETY: taken above.
     unsafe { g.sem.write_unlock() };
@@ -726,14 +678,8 @@ fn a_reader_kept_out_by_a_writers_claim_is_granted() {
         let g = Guarded::new(variant);
         g.sem.read();
         let seen = g.get();
-        let writer = thread::spawn({
-            let g = g.clone();
-            move || g.write_once()
-        });
-        let reader = thread::spawn({
-            let g = g.clone();
-            move || g.read_once()
-        });
+        let writer = spawn_on(&g, Guarded::write_once);
+        let reader = spawn_on(&g, Guarded::read_once);
         // SAFETY: taken above.
         unsafe { g.sem.read_unlock() };
         assert_eq!(seen, 0);
@@ -754,14 +700,8 @@ fn a_claim_gives_way_to_a_handoff_request() {
     model(1, |variant| {
         let g = Guarded::new(variant);
         g.sem.read();
-        let first = thread::spawn({
-            let g = g.clone();
-            move || g.write_once()
-        });
-        let second = thread::spawn({
-            let g = g.clone();
-            move || g.write_once()
-        });
+        let first = spawn_on(&g, Guarded::write_once);
+        let second = spawn_on(&g, Guarded::write_once);
         // SAFETY: taken above.
         unsafe { g.sem.read_unlock() };
         first.join().unwrap();
