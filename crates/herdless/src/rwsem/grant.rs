@@ -115,9 +115,10 @@ impl RawRwSem {
             && self.count.load(Ordering::Relaxed) & WRITE_BLOCKERS == 0
         {
             // A free lock (and no writer's claim on it) and a writer at
-            // the head that has not asked for hand-off: wake it to take the lock itself, and leave the lock
-            // free meanwhile for whoever runs first (the kernel's writer
-            // wakeup since 4.x). Granting it instead would keep the lock
+            // the head that has not asked for hand-off: wake it to take
+            // the lock itself, and leave the lock free meanwhile for
+            // whoever runs first (the kernel's writer wakeup since 4.x).
+            // Granting it instead would keep the lock
             // idle for a whole wakeup latency while running threads pile up
             // behind it: a convoy. The load may be stale: a holder that got
             // in since will find WAITERS on release and come back here.

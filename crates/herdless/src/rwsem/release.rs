@@ -159,8 +159,9 @@ impl RawRwSem {
                 // and UPGRADABLE are clear while a writer holds), so those
                 // bits sum to at most 15, and adding READER - WRITER (127)
                 // clears bit 0 and carries exactly one into the reader
-                // count, leaving the flags as they were. Release: queued readers granted next
-                // see our writes (`grant_locked`'s CAS reads this).
+                // count, leaving the flags as they were. Release: queued
+                // readers granted next see our writes (`grant_locked`'s
+                // CAS reads this).
                 let prev = self
                     .count
                     .fetch_add(READER.wrapping_sub(WRITER), Ordering::Release);

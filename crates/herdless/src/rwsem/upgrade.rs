@@ -400,11 +400,11 @@ impl RawRwSem {
             Counting::AtomicCount => {
                 // WRITER -> UPGRADABLE in one atomic add: the low bits are
                 // WRITER plus flags in bits 1-3 (UPGRADING, WRITE_INTENT and
-                // UPGRADABLE are clear while a writer holds), at most 15, so
-                // adding
-                // UPGRADABLE - WRITER clears bit 0 and sets bit 6, leaving
-                // the flags as they were. Release: readers granted next see
-                // our writes (`grant_locked`'s AcqRel CAS reads this RMW).
+                // UPGRADABLE are clear while a writer holds), at most 15,
+                // so adding UPGRADABLE - WRITER clears bit 0 and sets bit
+                // 6, leaving the flags as they were. Release: readers
+                // granted next see our writes (`grant_locked`'s AcqRel CAS
+                // reads this RMW).
                 let prev = self.count.fetch_add(UPGRADABLE - WRITER, Ordering::Release);
                 debug_assert!(
                     prev & (WRITER | UPGRADABLE | UPGRADING | WRITE_INTENT) == WRITER,
