@@ -290,6 +290,22 @@ impl Unparker {
     /// Never blocks, and wakes nobody when the parker was dropped (see
     /// [`Unparker`] for an example).
     pub fn unpark(&self) {
+        if self.mark() {
+            // `slot` is never freed: the word stays valid for the syscall
+            // even if the parker returned and was dropped meanwhile.
+            sys::wake_one(&self.slot.state);
+        }
+    }
+
+    /// Leaves the parker a token as [`unpark`](Self::unpark) does, without
+    /// waking it: returns whether it was asleep (or about to sleep). Then
+    /// `unpark` wakes it through its own word; the condvar's broadcast
+    /// (`condvar/broadcast.rs`) owes it a wake through the word it sleeps
+    /// on beside its own, which `park_deadline_either` was given (bump
+    /// it, then wake all of it). A parker in a plain park must be woken
+    /// through its own word, or it sleeps on.
+    #[inline]
+    pub(crate) fn mark(&self) -> bool {
         let slot = self.slot;
         // Relaxed: this check never skips an unpark that someone waits
         // for. The generation changes only when the parker is dropped, and
@@ -299,29 +315,9 @@ impl Unparker {
         // this handle (a wait list, under its lock) got it after
         // `Parker::new`. A stale pass is a spurious token (module docs).
         if slot.generation.load(Ordering::Relaxed) != self.generation {
-            return;
-        }
-        // Release pairs with the Acquire in `park_deadline`.
-        if slot.state.swap(NOTIFIED, Ordering::Release) == PARKED {
-            // `slot` is never freed: the word stays valid for the syscall
-            // even if the parker returned and was dropped meanwhile.
-            sys::wake_one(&slot.state);
-        }
-    }
-
-    /// Leaves the parker a token as [`unpark`](Self::unpark) does, without
-    /// waking it: returns whether it was asleep (or about to sleep), in
-    /// which case the caller owes it a wake through the word it sleeps on
-    /// beside its own, which `park_deadline_either` was given (bump it,
-    /// then wake all of it: `condvar/broadcast.rs`). For parkers parked that
-    /// way only: one in a plain park would sleep on.
-    pub(crate) fn mark(&self) -> bool {
-        let slot = self.slot;
-        // Relaxed: as in `unpark`.
-        if slot.generation.load(Ordering::Relaxed) != self.generation {
             return false;
         }
-        // Release pairs with the Acquire in `park_deadline_either`.
+        // Release pairs with the Acquire in `park_until`.
         slot.state.swap(NOTIFIED, Ordering::Release) == PARKED
     }
 
