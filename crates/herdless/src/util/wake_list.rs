@@ -101,43 +101,30 @@ impl<W: Wake> WakeList<W> {
     /// Issues every deferred wakeup, in the order they were pushed. Call it
     /// after dropping the lock the waiters were dequeued under.
     pub(crate) fn wake_all(&mut self) {
+        self.drain_with(W::wake);
+    }
+
+    /// Hands every deferred wakeup to `f` instead of issuing it, in the
+    /// order they were pushed (the condvar's broadcast marks its threads
+    /// and wakes them with one system call: `condvar/broadcast.rs`). Call
+    /// it after dropping the lock, as [`wake_all`](Self::wake_all).
+    #[inline]
+    pub(crate) fn drain_with(&mut self, mut f: impl FnMut(W)) {
         while self.woken < self.len {
             let slot = &self.inline[self.woken];
-            // Advance first: if `wake` panics, `drop` goes on from the next
+            // Advance first: if `f` panics, `drop` goes on from the next
             // slot and never reads this one again.
             self.woken += 1;
             // SAFETY: slots `woken..len` are initialised (struct docs), and
             // this one is read once: `woken` has moved past it.
-            let waker = unsafe { slot.assume_init_read() };
-            waker.wake();
+            f(unsafe { slot.assume_init_read() });
         }
         self.len = 0;
         self.woken = 0;
         if !self.spill.is_empty() {
             for w in self.spill.drain(..) {
-                w.wake();
+                f(w);
             }
-        }
-    }
-}
-
-impl<W: Wake> WakeList<W> {
-    /// Hands every deferred wakeup to `f` instead of issuing it, in the
-    /// order they were pushed (the condvar's broadcast marks its threads
-    /// and wakes them with one system call: `condvar/broadcast.rs`). Call
-    /// it after dropping the lock, as [`wake_all`](Self::wake_all).
-    pub(crate) fn drain_with(&mut self, mut f: impl FnMut(W)) {
-        while self.woken < self.len {
-            let slot = &self.inline[self.woken];
-            // As in `wake_all`.
-            self.woken += 1;
-            // SAFETY: as in `wake_all`.
-            f(unsafe { slot.assume_init_read() });
-        }
-        self.len = 0;
-        self.woken = 0;
-        for w in self.spill.drain(..) {
-            f(w);
         }
     }
 }
