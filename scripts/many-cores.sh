@@ -31,6 +31,11 @@
 #   variables: HERDLESS_MUTEX_TUNING (`mutex/spin.rs`),
 #   HERDLESS_RWSEM_TUNING (`rwsem/tuning.rs`: spin, handoff, intent=0), HERDLESS_CONDVAR_FANOUT
 #   (`condvar/cascade.rs`), HERDLESS_CONDVAR_BROADCAST=1 (`condvar/broadcast.rs`); SWEEP_STATS=stats runs them with counters on;
+#   BIN=<cfg> runs the experimental build of CFGS named <cfg> instead
+#   (counters off);
+# - CFGS (default none, read by `build`): experimental builds, counters
+#   off, one `--cfg` each: herdless-lab-nostats-<cfg> (stop 41 built
+#   `herdless_acquire_cas`, since removed: `mutex/raw.rs` says what it measured);
 # - TABLES (default "restore:s3": issue 24's S3 restore table, where the S3
 #   server, the client and the handler have cores of their own; entries
 #   EXPERIMENT:TEXT, TEXT without spaces, as `run --table` takes it),
@@ -41,7 +46,7 @@
 #   siblings of each of fewer cores: the lab then sizes its thread counts
 #   and herdless its spinning to those CPUs, as on a smaller machine (the
 #   slowest thread's share with and without SMT siblings, README "On 16
-#   cores").
+#   cores"); `one-per-core` computes the first of each core's siblings.
 # The run names the machine (cores, CPU model, kernel) in every table and
 # file. On a lent machine that sends back only a few files, write OUT
 # outside its return folder and pack it there afterwards (stop 36's device
@@ -61,6 +66,12 @@ stats_pairs=${STATS_PAIRS:-3}
 tables=${TABLES-restore:s3}
 sweeps=${SWEEPS-HERDLESS_MUTEX_TUNING=pausefree=7@locks:occasional+throughput}
 sweep_stats=${SWEEP_STATS:-nostats}
+cfgs=${CFGS-}
+# CPUS=one-per-core: the first CPU of each core's SMT siblings.
+if [ "${CPUS:-}" = one-per-core ]; then
+    CPUS=$(cat /sys/devices/system/cpu/cpu[0-9]*/topology/thread_siblings_list |
+        sed 's/[,-].*//' | sort -un | paste -sd,)
+fi
 pin=()
 [ -n "${CPUS:-}" ] && pin=(taskset -c "$CPUS")
 
@@ -75,6 +86,15 @@ build() {
         strip -o "$dir/herdless-lab-$stats" "target/$target/release/herdless-lab"
         xz -f -T0 -6 "$dir/herdless-lab-$stats"
     done
+    # Experimental builds: counters off, one `--cfg` each, in a target
+    # folder of their own (a sweep's BIN=<cfg> runs them).
+    local cfg
+    for cfg in $cfgs; do
+        RUSTFLAGS="-C target-feature=+crt-static --cfg $cfg" CARGO_TARGET_DIR="target/cfg-$cfg" \
+            cargo build --release --target "$target" -p herdless-lab --no-default-features
+        strip -o "$dir/herdless-lab-nostats-$cfg" "target/cfg-$cfg/$target/release/herdless-lab"
+        xz -f -T0 -6 "$dir/herdless-lab-nostats-$cfg"
+    done
     ls -l "$dir"
 }
 
@@ -83,9 +103,11 @@ run() {
     mkdir -p "$out"
     local bin
     bin=$(mktemp -d)
-    for stats in stats nostats; do
-        xz -dc "$dir/herdless-lab-$stats.xz" >"$bin/herdless-lab-$stats"
-        chmod +x "$bin/herdless-lab-$stats"
+    local packed
+    for packed in "$dir"/herdless-lab-*.xz; do
+        local name=${packed##*/}
+        xz -dc "$packed" >"$bin/${name%.xz}"
+        chmod +x "$bin/${name%.xz}"
     done
     {
         echo "many-cores.sh on $(nproc) CPUs: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2-)"
@@ -129,9 +151,14 @@ run() {
                 IFS=+ read -ra tables_of <<<"${what#*:}"
                 for table in "${tables_of[@]}"; do filter+=(--table "$table"); done
             fi
+            # BIN=<cfg>: the experimental build instead of a variable.
+            local tuned_bin="$bin/herdless-lab-$sweep_stats" tuned_env=("$setting")
+            if [ "${setting%%=*}" = BIN ]; then
+                tuned_bin="$bin/herdless-lab-nostats-${setting#BIN=}" tuned_env=()
+            fi
             echo
             echo "#### sweep $n: $exp ${filter[*]}, $setting (sweep-$n-tuned.json), then the default (t=${SECONDS}s)"
-            env "$setting" ${pin[@]+"${pin[@]}"} "$bin/herdless-lab-$sweep_stats" run "$exp" "${filter[@]}" \
+            env ${tuned_env[@]+"${tuned_env[@]}"} ${pin[@]+"${pin[@]}"} "$tuned_bin" run "$exp" "${filter[@]}" \
                 --json "$out/sweep-$n-tuned.json" || echo "(exit $?)"
             ${pin[@]+"${pin[@]}"} "$bin/herdless-lab-$sweep_stats" run "$exp" "${filter[@]}" \
                 --json "$out/sweep-$n-default.json" || echo "(exit $?)"

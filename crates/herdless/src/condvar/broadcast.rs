@@ -1,11 +1,10 @@
-//! `notify_all` to a free mutex with one system call: an experiment for
-//! many CPUs (`HERDLESS_CONDVAR_BROADCAST=1`, off by default).
+//! `notify_all` to a free mutex with one system call, the default where
+//! the kernel has `futex_waitv` (`HERDLESS_CONDVAR_BROADCAST=0` keeps the
+//! cascade instead).
 //!
 //! The cascade (`cascade.rs`) wakes 64 waiters with 64 `FUTEX_WAKE`s,
 //! each on the waiter's own word, a few waiters at a time; std's condvar
-//! wakes all of them with one. On 16 cores (issue 23, stop 40) the cascade
-//! got the last of 64 waiters holding the mutex 0.92–1.88× as late as
-//! std; on 2 cores 1.0–1.2×. With the broadcast, every waiter sleeps on
+//! wakes all of them with one. With the broadcast, every waiter sleeps on
 //! its own word *and* on the condvar's `epoch` (`futex_waitv`, Linux
 //! 5.16: `Parker::park_deadline_either`). A `notify_all` that finds the
 //! mutex free dequeues and grants every waiter under the bucket lock, as
@@ -15,6 +14,18 @@
 //! once and counted once; a waiter that queued after the notify and
 //! sleeps on `epoch` too returns from its futex wait, finds no grant and
 //! sleeps again (a wakeup nobody above the parker sees).
+//!
+//! Measured (the lab's `locks`, `notify_all` to 64 waiters after the
+//! unlock, the time until the last holds the mutex, each pair of runs
+//! interleaved, the same binaries): on 16 cores (issue 23, stops 40–41,
+//! nine pairs) 0.59–1.48× std's time in the same run (geometric mean
+//! 1.02×) against the cascade's 0.86–1.72× (1.17×), one `FUTEX_WAKE` per
+//! 64 waiters instead of one per waiter; the run-to-run spread there is
+//! ±50% for every lock. On 2 cores, nine pairs: 0.94–1.21× std against
+//! 0.99–1.53×. What it costs: a waiter's sleep is a `futex_waitv` on two
+//! words, not a `futex_wait` on one. The bounded queue (no `notify_all`)
+//! on 2 cores, three pairs: 0.91–1.73× the cascade's items per second;
+//! on 16 cores, one pair: 0.77–0.98× (still 1.48–9.6× std).
 //!
 //! A `notify_all` under a held mutex keeps the cascade (or, on two CPUs,
 //! the requeue chain): woken at once, the waiters would only sleep again
@@ -32,7 +43,7 @@ use crate::sync::{AtomicU32, Ordering};
 pub(super) fn enabled() -> bool {
     static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     *ON.get_or_init(|| {
-        std::env::var("HERDLESS_CONDVAR_BROADCAST").is_ok_and(|v| v.trim() == "1")
+        std::env::var("HERDLESS_CONDVAR_BROADCAST").map_or(true, |v| v.trim() != "0")
             && crate::sys::either_supported()
     })
 }

@@ -21,13 +21,12 @@
 //!   (typically by the notifier) it is *moved* onto the mutex instead
 //!   ("wait morphing"), to be woken by the unlock it would otherwise sleep
 //!   on right after waking.
-//! - `notify_all` wakes every waiter once. On many CPUs, and on two when
-//!   the mutex is free, it moves them to a batch and wakes them in a
-//!   cascade, each woken waiter waking the next few (`cascade.rs`); on two
-//!   CPUs with the mutex held it moves them all onto the mutex, whose
+//! - `notify_all` wakes every waiter once. With the mutex free: all with
+//!   one system call (`broadcast.rs`), or where that is off (no
+//!   `futex_waitv`, `HERDLESS_CONDVAR_BROADCAST=0`) in a cascade, each
+//!   woken waiter waking the next few (`cascade.rs`). With it held: the
+//!   cascade on many CPUs; on two, it moves them all onto the mutex, whose
 //!   unlocks wake them one by one, each when the mutex is free for it.
-//!   With `HERDLESS_CONDVAR_BROADCAST=1` (an experiment) a free mutex's
-//!   waiters are woken with one system call instead (`broadcast.rs`).
 //!
 //! `state` holds the address of the mutex word the queued waiters use,
 //! `NO_WAITERS` when none is queued, or `MIXED`. It is written only
@@ -111,7 +110,7 @@ const MIXED: usize = usize::MAX;
 pub struct RawCondvar {
     state: AtomicUsize,
     /// Bumped by a broadcast `notify_all`, which then wakes its sleepers
-    /// (`broadcast.rs`); unused unless the broadcast is on.
+    /// (`broadcast.rs`); unused where the broadcast is off.
     epoch: AtomicU32,
     /// Whether this condvar broadcasts: a loom model's choice
     /// ([`RawCondvar::with_broadcast`]).
@@ -205,8 +204,8 @@ impl RawCondvar {
         }
     }
 
-    /// A condvar whose `notify_all` to a free mutex broadcasts
-    /// (`HERDLESS_CONDVAR_BROADCAST=1` outside loom), for the models.
+    /// A condvar whose `notify_all` to a free mutex broadcasts (outside
+    /// loom, the default where the kernel can), for the models.
     #[cfg(loom)]
     pub fn with_broadcast() -> Self {
         RawCondvar {

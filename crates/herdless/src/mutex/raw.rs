@@ -205,9 +205,9 @@ impl RawMutex {
     /// Takes the lock, spinning briefly, then sleeping if it is held. Examples: [`RawMutex`].
     #[inline]
     pub fn acquire(&self) {
-        // One read-modify-write whether or not others sleep (a `lock bts`
-        // on x86): PARKED and WAKING stay as they are. Acquire as in
-        // `try_acquire`.
+        // One `lock bts` whether or not others sleep (PARKED, WAKING stay);
+        // Acquire as in `try_acquire`. std's `cmpxchg` from 0 first: 0.31–
+        // 0.49× at 8–32 threads on 16 cores (stop 41; fails if any sleep).
         if self.state.fetch_or(LOCKED, Ordering::Acquire) & LOCKED != 0 {
             self.acquire_slow(Deadline::Never, false);
         }

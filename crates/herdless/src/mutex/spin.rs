@@ -155,7 +155,20 @@ impl SpinBudget {
             // 0.86–1.07× in three pairs (1.5–10× std either way). The
             // occasional locker's p99 beside 15 and 32 hogs: 108 and 36
             // µs in one pair (default 131 and 482), 783 and 1,621 µs in
-            // the other (103 and 324); not yet settled.
+            // the other (103 and 324); stop 41's pair: 24 µs beside 32
+            // hogs against the default's 811. Not settled.
+            //
+            // Each round spins its hints blind. Looking at the lock every
+            // 8 hints and ending the round when it is free (stop 41, seven
+            // interleaved pairs on 16 cores) ran at 0.30–0.62× the
+            // acquisitions per second at 2–32 threads (1/0) and 0.62–0.75×
+            // with work outside the lock, and did not even buy fairness:
+            // the slowest thread's share at 32 threads was 0.40–0.50
+            // against 0.32–0.43, at 16 0.40–0.58 against 0.31–0.57, at 32
+            // (5/50) 0.49–0.56 against 0.49–0.63. A spinner that sees the
+            // lock free takes its line from the releaser and ends the
+            // releaser's run of acquisitions, which is where the
+            // throughput comes from.
             SpinBudget {
                 pause_rounds: 7,
                 free_pause_rounds: Some(9),
