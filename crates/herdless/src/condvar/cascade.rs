@@ -25,6 +25,9 @@
 //! 2 cores (stop 36, the lab's `notify_all` table, two interleaved rounds),
 //! the last of 64 waiters held the mutex after 378 µs, against 945–1,081
 //! µs with the chain and std's 268–382 (fan-out 4, 16 and 64: 391–518).
+//! Since stop 41 a free mutex's waiters get the broadcast instead where
+//! the kernel has `futex_waitv` (`broadcast.rs`): the cascade serves a
+//! free mutex only where that is off.
 //! Which way it goes is read under the bucket locks, where the condvar
 //! knows its mutex; the loom models check both ways and the choice (under
 //! loom the two-CPU rule applies, with a fan-out of 1).

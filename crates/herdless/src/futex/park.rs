@@ -170,7 +170,7 @@ impl FutexTable {
             // SAFETY (of the unlink): not granted (checked under the lock
             // by `cancel_locked`), so still in this bucket's list, which we
             // hold locked.
-            let kept = waiter.cancel_locked(|| unsafe { queue.list.remove(node) });
+            let kept = waiter.cancel_locked(|| unsafe { queue.unlink(node) });
             if let Some(token) = kept {
                 // The wake wins a tie (contract 4): it has dequeued us and
                 // withdrawn us from the count already.
