@@ -33,9 +33,11 @@
 #   (`condvar/cascade.rs`), HERDLESS_CONDVAR_BROADCAST=1 (`condvar/broadcast.rs`); SWEEP_STATS=stats runs them with counters on;
 #   BIN=<cfg> runs the experimental build of CFGS named <cfg> instead
 #   (counters off);
-# - CFGS (default none, read by `build`): experimental builds, counters
-#   off, one `--cfg` each: herdless-lab-nostats-<cfg> (stop 41 built
-#   `herdless_acquire_cas`, since removed: `mutex/raw.rs` says what it measured);
+# - CFGS (default "herdless_forget_passers": the futex bucket forgets a
+#   waiter that went ahead or was passed when it leaves, `futex/bucket.rs`;
+#   read by `build`): experimental builds, counters off, one `--cfg` each:
+#   herdless-lab-nostats-<cfg> (stop 41 also built `herdless_acquire_cas`,
+#   since removed: `mutex/raw.rs` says what it measured);
 # - TABLES (default "restore:s3": issue 24's S3 restore table, where the S3
 #   server, the client and the handler have cores of their own; entries
 #   EXPERIMENT:TEXT, TEXT without spaces, as `run --table` takes it),
@@ -66,7 +68,7 @@ stats_pairs=${STATS_PAIRS:-3}
 tables=${TABLES-restore:s3}
 sweeps=${SWEEPS-HERDLESS_MUTEX_TUNING=pausefree=7@locks:occasional+throughput}
 sweep_stats=${SWEEP_STATS:-nostats}
-cfgs=${CFGS-}
+cfgs=${CFGS-herdless_forget_passers}
 # CPUS=one-per-core: the first CPU of each core's SMT siblings.
 if [ "${CPUS:-}" = one-per-core ]; then
     CPUS=$(cat /sys/devices/system/cpu/cpu[0-9]*/topology/thread_siblings_list |

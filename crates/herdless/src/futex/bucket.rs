@@ -55,10 +55,9 @@ impl Queue {
     /// waiter is passed at most once while it is first (again only after a
     /// waiter of another key hashed to this bucket was first in between),
     /// and threads that went ahead keep their order behind the one that
-    /// did. The addresses kept are compared, never followed, and forgotten
-    /// when their waiter leaves the list ([`Queue::unlink`]): a thread
-    /// sleeps in the same record slot every time, so a kept address would
-    /// take its next sleep for the one already passed.
+    /// did. The addresses kept are compared, never followed; a stale one
+    /// makes a pass less likely ([`Queue::unlink`] says how much, and the
+    /// experiment that forgets them).
     pub(super) fn may_pass_head(&mut self, waiter: NonNull<Waiter>) -> bool {
         let Some(head) = self.list.front() else {
             return false;
@@ -81,25 +80,40 @@ impl Queue {
         true
     }
 
-    /// Unlinks `node` and forgets it as the last waiter that went ahead or
-    /// was passed ([`Queue::may_pass_head`]): the next record at its
-    /// address is another sleep (before stop 41 it was kept, and a rare
-    /// thread queued at the tail whenever the head was a thread passed on
-    /// an earlier sleep: `tests/mutex_queue_order.rs`; whether that is what
-    /// stretched an occasional locker's p99 beside 32 busy threads on 16
-    /// cores, 272–484 µs in six of nine runs, is for the next run there).
+    /// Unlinks `node`. Built with `--cfg herdless_forget_passers` (an
+    /// experiment, `scripts/many-cores.sh`'s `CFGS`), it also forgets `node`
+    /// as the last waiter that went ahead or was passed
+    /// ([`Queue::may_pass_head`]). By default the addresses stay, and a
+    /// thread sleeps in the same record slot every time, so a later sleep
+    /// of a thread that was passed once is taken for the one already passed
+    /// while it is first: a rare thread then queues at the tail
+    /// (`tests/mutex_queue_order.rs` shows both). Measured on 2 cores (stop
+    /// 41, the lab's mutex table, six interleaved pairs): forgetting cost
+    /// 7% of the acquisitions per second at 8 threads (1/0) and 11% at 32
+    /// (medians; with `rare=0` no difference: the cost is the rare threads'
+    /// extra passes), and gave the occasional locker nothing (three pairs:
+    /// p99 20–26 µs against 18–39 beside 1 and 4 hogs), though beside 4
+    /// hogs the locker's sleeps queued behind others went from 0–38% of
+    /// them (five runs, counters on: `ahead_refused_share`) to none (three
+    /// runs): every refusal there was a stale address. Whether it shortens
+    /// the occasional locker's p99 beside 32 busy threads on 16 cores
+    /// (272–484 µs in six of nine stop-41 runs, where the guard's refusals
+    /// would put it behind 16 or so sleepers) is for the next run there.
     ///
     /// # Safety
     /// `node` is linked in this queue's list.
     pub(super) unsafe fn unlink(&mut self, node: NonNull<Waiter>) {
         // SAFETY: the caller's contract.
         unsafe { self.list.remove(node) };
-        let address = node.as_ptr() as usize;
-        if self.passer == address {
-            self.passer = 0;
-        }
-        if self.passed == address {
-            self.passed = 0;
+        #[cfg(herdless_forget_passers)]
+        {
+            let address = node.as_ptr() as usize;
+            if self.passer == address {
+                self.passer = 0;
+            }
+            if self.passed == address {
+                self.passed = 0;
+            }
         }
     }
 

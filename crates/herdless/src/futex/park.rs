@@ -104,6 +104,19 @@ impl FutexTable {
             // touches few pages), or on this frame if that is busy.
             with_record(record, |waiter| {
                 let node = NonNull::from(waiter);
+                // A rare thread asks to go first (`mutex/rare_parker.rs`);
+                // into an empty bucket it is first either way.
+                let ahead = !how.front && how.ahead && {
+                    let first_anyway = queue.list.front().is_none();
+                    let passes = queue.may_pass_head(node);
+                    let counter = if passes || first_anyway {
+                        &self.counters.parked_ahead
+                    } else {
+                        &self.counters.ahead_refused
+                    };
+                    counter.add(1);
+                    passes
+                };
                 // SAFETY: the record stays at this address until
                 // `with_record` returns, and leaves every list before that:
                 // we return only after an unpark removed it (its grant is
@@ -111,7 +124,7 @@ impl FutexTable {
                 // bucket lock (`cancel`, also on an unwinding
                 // `before_sleep`).
                 unsafe {
-                    if how.front || (how.ahead && queue.may_pass_head(node)) {
+                    if how.front || ahead {
                         queue.list.push_front(node)
                     } else {
                         queue.list.push_back(node)

@@ -80,6 +80,13 @@ pub struct FutexStats {
     pub requeued: u64,
     /// Bucket-lock acquisitions that found the lock held (all operations).
     pub contended_lock_acquisitions: u64,
+    /// Threads that asked to sleep ahead of the others (a mutex's rare
+    /// thread, `mutex/rare_parker.rs`) and were queued first (ahead of the
+    /// bucket's sleepers, or into an empty bucket).
+    pub parked_ahead: u64,
+    /// Threads that asked to sleep ahead and were queued behind others:
+    /// the head went ahead itself, was passed already, or is a task.
+    pub ahead_refused: u64,
 }
 
 #[derive(Default)]
@@ -92,6 +99,8 @@ pub(super) struct Counters {
     pub(super) wakeups: Counter,
     pub(super) requeues: Counter,
     pub(super) requeued: Counter,
+    pub(super) parked_ahead: Counter,
+    pub(super) ahead_refused: Counter,
 }
 
 /// The largest bucket count [`FutexTable::with_buckets`] accepts.
@@ -508,6 +517,8 @@ impl FutexTable {
                 .iter()
                 .map(|b| b.queue.contended_acquisitions())
                 .sum(),
+            parked_ahead: c.parked_ahead.sum(),
+            ahead_refused: c.ahead_refused.sum(),
         }
     }
 }

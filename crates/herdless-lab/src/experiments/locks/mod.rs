@@ -224,12 +224,17 @@ fn occasional_locker() -> Section<occasional::Params> {
         "hog_run_delay_share",
         "of the hogs' time: runnable, not running",
     ))
+    .metric(Metric::lower(
+        "ahead_refused_share",
+        "of its sleeps that asked to go first: queued last",
+    ))
     .evidence(&[
         "p50_wait_us",
         "max_wait_us",
         "hog_ops_per_s",
         "tail_run_delay_share",
         "hog_run_delay_share",
+        "ahead_refused_share",
     ]);
     with_families::<Occasional>(section)
         .ratio(Ratio::of(HERDLESS, STD).at_most(1.0))

@@ -15,8 +15,12 @@
 //! hogs spent runnable but not running, summed over the hogs (a woken hog
 //! that waits for a CPU holds up the wakes behind it: README, "On 16
 //! cores"). (Where the kernel keeps no such statistics, both are left
-//! out.) Every acquisition bumps a counter under the lock, checked against
-//! the threads' own counts (a broken lock is never a fast one).
+//! out.) And, for herdless with counters on, `ahead_refused_share`: of
+//! the sleeps that asked to go first (the occasional locker's, as a rare
+//! thread: `mutex/rare_parker.rs`), the share the futex table queued at
+//! the tail instead. Every acquisition bumps a counter under the lock,
+//! checked against the threads' own counts (a broken lock is never a
+//! fast one).
 
 use std::hint::black_box;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -25,6 +29,7 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 
 use super::monitor::Monitor;
+use super::table_stats::table_delta;
 use super::Workload;
 use crate::harness::gang::gang_with;
 use crate::harness::run_delay::RunDelay;
@@ -64,6 +69,7 @@ impl Workload for Occasional {
         let monitor = M::boxed(Shared::default())?;
         let monitor = &*monitor;
         let stop = AtomicBool::new(false);
+        let before = M::table_stats();
         let mut waits_ns: Vec<u64> = Vec::with_capacity(p.interval_ms as usize + 1);
         // (wait, run delay around it) per acquisition, where the kernel
         // keeps the occasional thread's run delay.
@@ -119,6 +125,7 @@ impl Workload for Occasional {
             (iterations, delay)
         };
         let (run, hog_time) = gang_with(p.hogs, hog, occasional)?;
+        let table = table_delta(before, M::table_stats());
         let hog_ops: u64 = run.results.iter().map(|(ops, _)| ops).sum();
         // The hogs' run delay, where every hog could read its own.
         let hog_delay: Option<u64> = run.results.iter().map(|(_, delay)| *delay).sum();
@@ -142,6 +149,16 @@ impl Workload for Occasional {
             .with("p50_wait_us", us(quantile(&waits_ns, 0.5)))
             .with("max_wait_us", us(*waits_ns.last().expect("not empty")))
             .with("hog_ops_per_s", hog_ops as f64 / hog_time.as_secs_f64());
+        // Of the sleeps that asked to go first (the occasional locker's,
+        // `mutex/rare_parker.rs`), the share queued at the tail instead
+        // (herdless with counters on).
+        let sample = match table.map(|t| (t.parked_ahead, t.ahead_refused)) {
+            Some((ahead, refused)) if ahead + refused > 0 => sample.with(
+                "ahead_refused_share",
+                refused as f64 / (ahead + refused) as f64,
+            ),
+            _ => sample,
+        };
         let sample = match hog_delay {
             Some(delay) => sample.with(
                 "hog_run_delay_share",

@@ -34,5 +34,7 @@ pub fn table_delta(before: Option<FutexStats>, after: Option<FutexStats>) -> Opt
         contended_lock_acquisitions: a
             .contended_lock_acquisitions
             .saturating_sub(b.contended_lock_acquisitions),
+        parked_ahead: a.parked_ahead.saturating_sub(b.parked_ahead),
+        ahead_refused: a.ahead_refused.saturating_sub(b.ahead_refused),
     })
 }
