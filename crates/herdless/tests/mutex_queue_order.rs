@@ -15,6 +15,16 @@ use herdless::{Mutex, MutexExt, MutexGuard};
 /// One test at a time: they share the table's buckets.
 static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
+/// The test's turn (`SERIAL`), or `None` (printed) where a tuning
+/// variable may change the queue order.
+fn serialized() -> Option<std::sync::MutexGuard<'static, ()>> {
+    if let Ok(tuning) = std::env::var("HERDLESS_MUTEX_TUNING") {
+        println!("skipped: HERDLESS_MUTEX_TUNING={tuning:?} may change the queue order");
+        return None;
+    }
+    Some(SERIAL.lock().unwrap_or_else(|e| e.into_inner()))
+}
+
 /// Yields until `waiters` threads sleep on `lock`.
 fn until_sleeping<T>(lock: &Mutex<T>, waiters: usize) {
     while lock.waiters() < waiters {
@@ -30,11 +40,9 @@ fn until_sleeping<T>(lock: &Mutex<T>, waiters: usize) {
 /// every rare thread at the head, 3, 2, 1.)
 #[test]
 fn a_rare_sleeper_goes_ahead_but_does_not_pass_one_that_went_ahead() {
-    if let Ok(tuning) = std::env::var("HERDLESS_MUTEX_TUNING") {
-        println!("skipped: HERDLESS_MUTEX_TUNING={tuning:?} may change the queue order");
+    let Some(_serial) = serialized() else {
         return;
-    }
-    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    };
     let order = Mutex::new(Vec::new());
     let held = order.lock();
     thread::scope(|s| {
@@ -66,11 +74,9 @@ fn a_rare_sleeper_goes_ahead_but_does_not_pass_one_that_went_ahead() {
 /// ahead of the new sleep (b, a, c, a again).
 #[test]
 fn a_rare_thread_meets_a_first_sleeper_that_was_passed_before() {
-    if let Ok(tuning) = std::env::var("HERDLESS_MUTEX_TUNING") {
-        println!("skipped: HERDLESS_MUTEX_TUNING={tuning:?} may change the queue order");
+    let Some(_serial) = serialized() else {
         return;
-    }
-    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    };
     let order = Mutex::new(Vec::new());
     let held = order.lock();
     let (again, again_rx) = mpsc::channel::<()>();

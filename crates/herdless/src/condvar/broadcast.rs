@@ -49,6 +49,36 @@ pub(super) fn enabled() -> bool {
 }
 
 impl RawCondvar {
+    /// Whether this process's condvars wake every waiter of a free mutex
+    /// with one system call on `notify_all` (module docs of
+    /// `condvar/broadcast.rs`): the default where the kernel has
+    /// `futex_waitv` (Linux 5.16), off with `HERDLESS_CONDVAR_BROADCAST=0`,
+    /// then a cascade of wakes, one per waiter. Read once per process; a
+    /// measurement that counts system calls asks it. (Under loom: `false`,
+    /// each model's condvar says for itself.)
+    ///
+    /// # Examples
+    /// ```
+    /// use herdless::RawCondvar;
+    ///
+    /// let wakes = if RawCondvar::broadcast_enabled() {
+    ///     "one FUTEX_WAKE"
+    /// } else {
+    ///     "a FUTEX_WAKE per waiter"
+    /// };
+    /// println!("notify_all to a free mutex: {wakes}");
+    /// ```
+    pub fn broadcast_enabled() -> bool {
+        #[cfg(loom)]
+        {
+            false
+        }
+        #[cfg(not(loom))]
+        {
+            enabled()
+        }
+    }
+
     /// Whether this condvar's waiters sleep on `epoch` too, and its
     /// `notify_all` to a free mutex broadcasts. Under loom each condvar
     /// says (`RawCondvar::with_broadcast`), so that the models run both
