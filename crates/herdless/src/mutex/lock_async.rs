@@ -72,7 +72,11 @@
 //! 2.35, 2.49, against async-lock's 1.44–2.10 (its wake-in-vain bound is
 //! 0.5 ms of starving). The runs swing between regimes (all three locks
 //! at 4.0–4.5 in two of the fifteen), so the default stays until the
-//! 16-core machine measures it (issue 25).
+//! 16-core machine measures it (issue 25). Stop 41, three more pairs on 2
+//! cores, all in the regime where smol moves a task between its workers
+//! at 0.6–0.75 polls per lock: never 1.74–1.83 M locks/s at 4–64 held,
+//! the default 1.55–1.66, async-lock 1.99–2.03 at 4–16 and 1.26–1.30 at
+//! 64 (and `RwSem::write_async`, whose queue is the rwsem's, 1.77–1.81).
 
 use std::future::Future;
 use std::pin::Pin;
