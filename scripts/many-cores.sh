@@ -30,7 +30,8 @@
 #   sweep-<n>-default.json and their `compare`, sweep-<n>.txt. The
 #   variables: HERDLESS_MUTEX_TUNING (`mutex/spin.rs`),
 #   HERDLESS_RWSEM_TUNING (`rwsem/tuning.rs`: spin, handoff, intent=0), HERDLESS_CONDVAR_FANOUT
-#   (`condvar/cascade.rs`), HERDLESS_CONDVAR_BROADCAST=1 (`condvar/broadcast.rs`); SWEEP_STATS=stats runs them with counters on;
+#   (`condvar/cascade.rs`), HERDLESS_CONDVAR_BROADCAST=0 (the cascade instead of
+#   `condvar/broadcast.rs`); SWEEP_STATS=stats runs them with counters on;
 #   BIN=<cfg> runs the experimental build of CFGS named <cfg> instead
 #   (counters off);
 # - CFGS (default "herdless_forget_passers": the futex bucket forgets a
