@@ -3,6 +3,7 @@
 
 use std::sync::atomic::AtomicU32;
 use std::sync::OnceLock;
+use std::time::Duration;
 
 use rustix::thread::futex;
 
@@ -14,14 +15,19 @@ pub(crate) fn wait(word: &AtomicU32, expected: u32, deadline: Deadline) {
     let timeout = match deadline.remaining() {
         None => None,
         Some(left) if left.is_zero() => return,
-        Some(left) => Some(rustix::time::Timespec {
-            tv_sec: left.as_secs().try_into().unwrap_or(i64::MAX),
-            tv_nsec: left.subsec_nanos().into(),
-        }),
+        Some(left) => Some(timespec(left)),
     };
     // EAGAIN (value changed), EINTR and ETIMEDOUT are all "return and let the
     // caller look again"; there is no other error for a valid private futex.
     let _ = futex::wait(word, futex::Flags::PRIVATE, expected, timeout.as_ref());
+}
+
+/// `time` as the kernel's timespec (seconds past `i64::MAX` saturate).
+fn timespec(time: Duration) -> rustix::time::Timespec {
+    rustix::time::Timespec {
+        tv_sec: time.as_secs().try_into().unwrap_or(i64::MAX),
+        tv_nsec: time.subsec_nanos().into(),
+    }
 }
 
 /// Wakes at most one thread sleeping on `word`.
@@ -86,14 +92,9 @@ pub(crate) fn wait_either(
         Some(left) if left.is_zero() => return,
         Some(left) => {
             let now = rustix::time::clock_gettime(rustix::time::ClockId::Monotonic);
-            let nanos = now.tv_nsec as u64 + u64::from(left.subsec_nanos());
-            Some(rustix::time::Timespec {
-                tv_sec: now
-                    .tv_sec
-                    .saturating_add(left.as_secs().try_into().unwrap_or(i64::MAX))
-                    .saturating_add((nanos / 1_000_000_000) as i64),
-                tv_nsec: (nanos % 1_000_000_000) as _,
-            })
+            // The monotonic clock is never negative.
+            let now = Duration::new(now.tv_sec as u64, now.tv_nsec as u32);
+            Some(timespec(now.saturating_add(left)))
         }
     };
     let waits = [
