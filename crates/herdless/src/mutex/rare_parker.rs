@@ -53,6 +53,24 @@
 //! std against 3.21–3.54×). Three earlier rounds without the MONITOR
 //! exception gave the locker 30.6–37.4 µs.
 //!
+//! Nor does it watch its grant word before the futex wait (the budget's
+//! `rare_watch`, 0 on two CPUs; everyone else watches for `watch`, 400
+//! spin-loop hints). Its grant comes from the holder's unlock, and the
+//! holder may run on the same CPU: then every hint of the watch is time
+//! the holder cannot run, and the unlock that would end the watch comes
+//! after it (stop 42: beside one hog, 256–363 of 820–873 acquisitions
+//! made while the hog ran on the locker's CPU took over 5 µs, against
+//! 4–13 of 3,127–3,180 with it on the other CPU). Measured on 2 cores (stop
+//! 42, eight interleaved pairs of the occasional-locker table against
+//! `rarewatch=400`): beside one hog 6.6–15.9 µs at p99 against 15.9–21.6
+//! (0.82–2.12× std's, median 1.47×, against 0.83–2.95×, median 2.24×),
+//! beside four 8.0–29.4 µs against 19.5–39.0; eight pairs of the mutex
+//! throughput table and three of the whole `locks` within each other's
+//! spread (32 threads, 1/0: 2.02–4.06× std against 2.00–4.16×). On more
+//! CPUs the holder rarely shares the sleeper's, and the rare thread
+//! watches as everyone does (stop 40: no watch at all did not change the
+//! locker's p99 on 16 cores).
+//!
 //! # The gap, measured
 //! The default is 250 µs (`HERDLESS_MUTEX_TUNING=rare=MICROSECONDS` sets it
 //! for experiments; 0 turns it off). Measured on 16 cores (Intel Xeon,

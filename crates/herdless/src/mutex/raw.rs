@@ -114,7 +114,7 @@ use std::time::Duration;
 use super::rare_parker::RareQuestion;
 use super::spin::{SpinBudget, SpinWait};
 use crate::deadline::Deadline;
-use crate::futex::{address, FutexTable, ParkHow, Parked, Unparked};
+use crate::futex::{address, FutexTable, Parked, Unparked};
 use crate::sync::{AtomicU32, Ordering};
 use crate::util::waiter::GRANTED;
 
@@ -344,12 +344,7 @@ impl RawMutex {
                         Self::clear_parked(&self.state);
                     }
                 },
-                ParkHow {
-                    front: woken && budget.front,
-                    ahead: !woken && rare.ask(),
-                    watch: budget.watch,
-                    ..ParkHow::until(deadline)
-                },
+                budget.park_how(deadline, woken, !woken && rare.ask()),
             );
             match parked {
                 // The unlocker handed us the lock (a fair unlock, or the

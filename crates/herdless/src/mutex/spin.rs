@@ -15,6 +15,8 @@
 use std::sync::OnceLock;
 use std::time::Duration;
 
+use crate::deadline::Deadline;
+use crate::futex::ParkHow;
 use crate::util::tuning_text::{self, pairs};
 
 /// The spin budget of one acquisition.
@@ -38,6 +40,10 @@ pub(super) struct SpinBudget {
     /// How many times a sleeper looks at its grant word before the first
     /// futex wait.
     pub(super) watch: u32,
+    /// The same for a rare thread, one that sleeps at the head of the
+    /// queue: 0 on two CPUs, where its grant's giver may need its CPU
+    /// (`rare_parker.rs`, "On two CPUs").
+    pub(super) rare_watch: u32,
     /// Whether a woken thread that spun in vain asks the next unlock for
     /// the lock (ASKING, see `raw.rs`).
     pub(super) ask: bool,
@@ -61,8 +67,8 @@ pub(super) struct SpinBudget {
 
 impl SpinBudget {
     /// The budget for this machine (`HERDLESS_MUTEX_TUNING` overrides it
-    /// for experiments: `pause=R,pausefree=R,yield=Y,past=0|1,watch=W,ask=0|1,
-    /// askpause=R,front=0|1,waking_yield=0|1|2,rare=MICROSECONDS,
+    /// for experiments: `pause=R,pausefree=R,yield=Y,past=0|1,watch=W,
+    /// rarewatch=W,ask=0|1,askpause=R,front=0|1,waking_yield=0|1|2,rare=MICROSECONDS,
     /// rarecount=0|1,taskask=N`).
     ///
     /// `waking_yield`: which mutexes' newcomers yield only while a woken
@@ -111,6 +117,7 @@ impl SpinBudget {
                 waking_yield: WakingYield::Monitors,
                 spin_past_sleepers: true,
                 watch: 400,
+                rare_watch: 0,
                 ask: true,
                 ask_rounds: 4,
                 front: true,
@@ -176,6 +183,7 @@ impl SpinBudget {
                 waking_yield: WakingYield::Monitors,
                 spin_past_sleepers: true,
                 watch: 400,
+                rare_watch: 400,
                 ask: true,
                 ask_rounds: 7,
                 front: true,
@@ -183,6 +191,19 @@ impl SpinBudget {
                 rare_gap: RARE_GAP,
                 rare_counts: true,
             }
+        }
+    }
+
+    /// How a mutex sleeper parks: a woken thread that lost the lock goes
+    /// back to the head (with `front`), a rare thread (`rare`, asked by
+    /// the caller: `rare_parker.rs`) ahead, watching its grant for
+    /// `rare_watch`, every other one at the tail, watching for `watch`.
+    pub(super) fn park_how(&self, deadline: Deadline, woken: bool, rare: bool) -> ParkHow {
+        ParkHow {
+            front: woken && self.front,
+            ahead: rare,
+            watch: if rare { self.rare_watch } else { self.watch },
+            ..ParkHow::until(deadline)
         }
     }
 
@@ -194,6 +215,7 @@ impl SpinBudget {
                 "yield" => self.yields = value,
                 "past" => self.spin_past_sleepers = value != 0,
                 "watch" => self.watch = value,
+                "rarewatch" => self.rare_watch = value,
                 "ask" => self.ask = value != 0,
                 "askpause" => self.ask_rounds = value,
                 "front" => self.front = value != 0,
@@ -311,6 +333,27 @@ mod tests {
         assert_eq!(budget.waking_yield, WakingYield::Never);
         assert!(WakingYield::Monitors.on(true) && WakingYield::Always.on(false));
         assert!(!WakingYield::Monitors.on(false) && !WakingYield::Never.on(true));
+    }
+
+    #[test]
+    fn a_rare_sleeper_parks_ahead_with_its_own_watch_and_a_woken_one_at_the_front() {
+        let mut budget = SpinBudget::for_cpus(2);
+        budget.apply("watch=7,rarewatch=3");
+        let rare = budget.park_how(Deadline::Never, false, true);
+        assert!(rare.ahead && !rare.front);
+        assert_eq!(rare.watch, 3);
+        let woken = budget.park_how(Deadline::Never, true, false);
+        assert!(woken.front && !woken.ahead);
+        assert_eq!(woken.watch, 7);
+        budget.apply("front=0");
+        let plain = budget.park_how(Deadline::Never, true, false);
+        assert!(!plain.front && !plain.ahead);
+        assert_eq!(SpinBudget::for_cpus(2).rare_watch, 0, "two CPUs: no watch");
+        assert_eq!(
+            SpinBudget::for_cpus(16).rare_watch,
+            SpinBudget::for_cpus(16).watch,
+            "more: the same watch as everyone"
+        );
     }
 
     #[test]
