@@ -17,10 +17,17 @@ use std::task::{Context, Poll, Wake, Waker};
 
 use loom::sync::Notify;
 
-/// Runs `f` under loom with at most `bound` preemptions per execution.
+/// Runs `f` under loom with at most `bound` preemptions per execution,
+/// plus `HERDLESS_LOOM_EXTRA_PREEMPTIONS` if set: each model's bound is the
+/// one CI can afford, and a deeper search (`=1` multiplies a model's time
+/// by ten to a hundred) is for a session that changed what it pins.
 pub fn model(bound: usize, f: impl Fn() + Sync + Send + 'static) {
+    let extra = std::env::var("HERDLESS_LOOM_EXTRA_PREEMPTIONS").map_or(0, |v| {
+        v.parse::<usize>()
+            .expect("HERDLESS_LOOM_EXTRA_PREEMPTIONS is a count")
+    });
     let mut builder = loom::model::Builder::new();
-    builder.preemption_bound = Some(bound);
+    builder.preemption_bound = Some(bound + extra);
     builder.check(f);
 }
 

@@ -107,7 +107,7 @@ pub fn measure(chan: Chan, case: &Case<Params>) -> Result<Sample, LabError> {
         }
     };
     tasks.push(Counted::new(producer, Arc::new(AtomicU64::new(0))));
-    let elapsed = run_tasks(p.runtime, tasks)?;
+    let run = run_tasks(p.runtime, tasks)?;
     let got = received.load(Ordering::Relaxed);
     let want_sum = p.items * p.items.saturating_sub(1) / 2;
     if got != p.items || sum.load(Ordering::Relaxed) != want_sum {
@@ -121,7 +121,9 @@ pub fn measure(chan: Chan, case: &Case<Params>) -> Result<Sample, LabError> {
         .saturating_sub(p.consumers as u64);
     let n = p.items as f64;
     Ok(Sample::new()
-        .with("items_per_s", n / elapsed.as_secs_f64())
+        .with("items_per_s", n / run.elapsed.as_secs_f64())
         .with("wakeups_per_item", wakeups as f64 / n)
-        .with("time_ms", elapsed.as_secs_f64() * 1e3))
+        .with("worker_sleeps_per_item", run.sleeps_per(n))
+        .with("cpu_ns_per_item", run.cpu_ns_per(n))
+        .with("time_ms", run.elapsed.as_secs_f64() * 1e3))
 }

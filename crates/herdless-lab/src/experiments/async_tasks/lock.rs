@@ -114,13 +114,13 @@ pub fn measure(lock: AsyncMutex, case: &Case<Params>) -> Result<Sample, LabError
                     .with_moves(moves.clone())
                 })
                 .collect();
-            let elapsed = run_tasks(p.runtime, tasks)?;
+            let run = run_tasks(p.runtime, tasks)?;
             // Every task ended: the lock is free at once.
             let total = smol::block_on(lock.$acquire()).acquisitions;
-            (elapsed, total)
+            (run, total)
         }};
     }
-    let (elapsed, total) = match lock {
+    let (run, total) = match lock {
         AsyncMutex::Herdless => run!(Mutex::new(Shared::default()), lock_async),
         AsyncMutex::HerdlessRwSem => run!(RwSem::new(Shared::default()), write_async),
         AsyncMutex::Tokio => run!(tokio::sync::Mutex::new(Shared::default()), lock),
@@ -135,8 +135,10 @@ pub fn measure(lock: AsyncMutex, case: &Case<Params>) -> Result<Sample, LabError
     let wakeups = polls.load(Ordering::Relaxed).saturating_sub(p.tasks as u64);
     let n = ops as f64;
     Ok(Sample::new()
-        .with("ops_per_s", n / elapsed.as_secs_f64())
+        .with("ops_per_s", n / run.elapsed.as_secs_f64())
         .with("wakeups_per_op", wakeups as f64 / n)
         .with("moves_per_op", moves.load(Ordering::Relaxed) as f64 / n)
-        .with("time_ms", elapsed.as_secs_f64() * 1e3))
+        .with("worker_sleeps_per_op", run.sleeps_per(n))
+        .with("cpu_ns_per_op", run.cpu_ns_per(n))
+        .with("time_ms", run.elapsed.as_secs_f64() * 1e3))
 }

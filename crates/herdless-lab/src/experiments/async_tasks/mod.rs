@@ -97,8 +97,10 @@ fn lock_section(runtime: Runtime) -> Section<lock::Params> {
     .metric(Metric::higher("ops_per_s", "ops/s"))
     .metric(Metric::lower("wakeups_per_op", "per op"))
     .metric(Metric::lower("moves_per_op", "per op"))
+    .metric(Metric::lower("worker_sleeps_per_op", "per op"))
+    .metric(Metric::lower("cpu_ns_per_op", "ns/op"))
     .metric(Metric::lower("time_ms", "ms"))
-    .evidence(&["wakeups_per_op", "moves_per_op"])
+    .evidence(&["wakeups_per_op", "moves_per_op", "worker_sleeps_per_op"])
     .variants(lock::measure, MUTEXES)
     .ratio(Ratio::of(HERDLESS, TOKIO).at_least(1.0))
     .ratio(Ratio::of(HERDLESS, ASYNC_LOCK).at_least(1.0))
@@ -128,8 +130,10 @@ fn channel_section(runtime: Runtime) -> Section<channel::Params> {
     )
     .metric(Metric::higher("items_per_s", "items/s"))
     .metric(Metric::lower("wakeups_per_item", "per item"))
+    .metric(Metric::lower("worker_sleeps_per_item", "per item"))
+    .metric(Metric::lower("cpu_ns_per_item", "ns/item"))
     .metric(Metric::lower("time_ms", "ms"))
-    .evidence(&["wakeups_per_item"])
+    .evidence(&["wakeups_per_item", "worker_sleeps_per_item"])
     .variants(
         channel::measure,
         [

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 
 use crate::harness::gang::{join_each, spawn_each, STACK_SIZE};
-use crate::harness::LabError;
+use crate::harness::{LabError, Usage};
 
 /// A multi-threaded runtime with one worker per CPU.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -96,10 +96,36 @@ impl<F: Future> Future for Counted<F> {
     }
 }
 
+/// What one run of [`run_tasks`] took.
+#[derive(Clone, Copy, Debug)]
+pub struct TaskRun {
+    /// From the first spawn to the last task's completion.
+    pub elapsed: Duration,
+    /// The process's counters over the same span: CPU time, and voluntary
+    /// context switches, which are the runtime's workers going to sleep
+    /// with nothing to run (and woken again by a task's wake), plus at
+    /// most one per task for the thread that waits for them.
+    pub usage: Usage,
+}
+
+impl TaskRun {
+    /// Voluntary context switches per `n` (ops or items): how often a
+    /// worker ran out of tasks and slept.
+    pub fn sleeps_per(&self, n: f64) -> f64 {
+        self.usage.voluntary_switches as f64 / n
+    }
+
+    /// CPU time of every thread, in ns per `n`.
+    pub fn cpu_ns_per(&self, n: f64) -> f64 {
+        self.usage.cpu_micros as f64 * 1e3 / n
+    }
+}
+
 /// Runs every future in `tasks` as a task on `runtime` (a fresh one, with
 /// one worker per CPU), waits for all of them, and returns the time from
-/// the first spawn to the last completion. A task that panics is an error.
-pub fn run_tasks<F>(runtime: Runtime, tasks: Vec<F>) -> Result<Duration, LabError>
+/// the first spawn to the last completion with the process's counters
+/// over it. A task that panics is an error.
+pub fn run_tasks<F>(runtime: Runtime, tasks: Vec<F>) -> Result<TaskRun, LabError>
 where
     F: Future<Output = ()> + Send + 'static,
 {
@@ -110,6 +136,7 @@ where
                 .thread_stack_size(STACK_SIZE)
                 .build()
                 .map_err(|e| LabError::os("building a tokio runtime", e))?;
+            let before = Usage::process();
             let start = Instant::now();
             let handles: Vec<_> = tasks.into_iter().map(|t| rt.spawn(t)).collect();
             rt.block_on(async {
@@ -119,7 +146,10 @@ where
                 }
                 Ok::<_, LabError>(())
             })?;
-            Ok(start.elapsed())
+            Ok(TaskRun {
+                elapsed: start.elapsed(),
+                usage: Usage::process().since(&before),
+            })
         }
         Runtime::Smol => {
             let ex = smol::Executor::new();
@@ -128,6 +158,7 @@ where
             thread::scope(|s| {
                 let run = move |_| smol::block_on(ex.run(stopped.recv()));
                 let threads = spawn_each(s, "smol", workers(), run)?;
+                let before = Usage::process();
                 let start = Instant::now();
                 let handles: Vec<_> = tasks.into_iter().map(|t| ex.spawn(t)).collect();
                 // A panicking task re-panics here, in `await`: caught below.
@@ -139,11 +170,12 @@ where
                     })
                 }));
                 let elapsed = start.elapsed();
+                let usage = Usage::process().since(&before);
                 drop(stop); // ends every worker's `run`
                             // A worker's own result is `recv`'s "closed": expected.
                 join_each(threads, "a smol worker")?;
                 joined.map_err(|_| LabError::Panicked("a smol task".into()))?;
-                Ok(elapsed)
+                Ok(TaskRun { elapsed, usage })
             })
         }
     }
