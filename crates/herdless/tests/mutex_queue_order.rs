@@ -32,6 +32,15 @@ fn until_sleeping<T>(lock: &Mutex<T>, waiters: usize) {
     }
 }
 
+/// Takes `order` as a queued thread does, records `id`, and hands the
+/// lock to the next sleeper (a fair unlock): the order of the ids is the
+/// queue's.
+fn served<T>(order: &Mutex<Vec<T>>, id: T) {
+    let mut guard = order.lock();
+    guard.push(id);
+    MutexGuard::unlock_fair(guard);
+}
+
 /// Three fresh threads (none has slept on a mutex before, so each sleeps
 /// rarely) queue on a held mutex one after the other. The second goes
 /// ahead of the first; the third may not pass the second, which went
@@ -47,14 +56,8 @@ fn a_rare_sleeper_goes_ahead_but_does_not_pass_one_that_went_ahead() {
     let held = order.lock();
     thread::scope(|s| {
         for id in 1..=3 {
-            s.spawn({
-                let order = &order;
-                move || {
-                    let mut guard = order.lock();
-                    guard.push(id);
-                    MutexGuard::unlock_fair(guard);
-                }
-            });
+            let order_ref = &order;
+            s.spawn(move || served(order_ref, id));
             until_sleeping(&order, id);
         }
         MutexGuard::unlock_fair(held);
@@ -81,11 +84,7 @@ fn a_rare_thread_meets_a_first_sleeper_that_was_passed_before() {
     let held = order.lock();
     let (again, again_rx) = mpsc::channel::<()>();
     thread::scope(|s| {
-        let take = |name: &'static str| {
-            let mut guard = order.lock();
-            guard.push(name);
-            MutexGuard::unlock_fair(guard);
-        };
+        let take = |name: &'static str| served(&order, name);
         s.spawn(move || {
             take("a");
             again_rx.recv().expect("the test sends once");
