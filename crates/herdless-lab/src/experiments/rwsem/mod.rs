@@ -2,7 +2,9 @@
 //! spinlock"): a volanomark-like mixed workload on one reader-writer lock
 //! (90% reads that check eight words are equal, 10% writes that bump them,
 //! work inside and between), herdless's four configurations against std,
-//! parking_lot and pthread. A torn read fails the sample. Counted
+//! parking_lot and pthread; then the same workload's scaling curve, from 1
+//! to 64 threads, of herdless's default configuration and the three peers
+//! (issue 23). A torn read fails the sample. Counted
 //! (herdless only): contended wait-lock acquisitions per 1k ops (the
 //! seed's profile counted exactly this), wait-lock acquisitions and hold
 //! time (with `WakeUnderLock` it includes the wake syscalls), wakeups; and
@@ -28,6 +30,7 @@ const GENERIC_UNDER: &str = "generic:under-lock";
 const GENERIC_AFTER: &str = "generic:after-unlock";
 const ATOMIC_UNDER: &str = "atomic:under-lock";
 const ATOMIC_AFTER: &str = "atomic:after-unlock";
+const HERDLESS: &str = "herdless";
 const STD: &str = "std";
 const PARKING_LOT: &str = "parking_lot";
 const PTHREAD: &str = "pthread";
@@ -93,20 +96,61 @@ pub fn experiment() -> Experiment {
             )
             .ratio(Ratio::of(ATOMIC_AFTER, PTHREAD)),
     )
+    .section(scaling_section())
+}
+
+/// Rows of the volanomark-like workload: `total` operations per run, split
+/// over the threads, so that every row takes about as long.
+fn cases(threads: &[usize], total: u64) -> Vec<Case<Params>> {
+    Case::each(threads, |t| Params {
+        threads: t,
+        ops_per_thread: total / t as u64,
+        write_percent: 10,
+        inside: 300,
+        outside: 600,
+    })
+}
+
+/// The scaling curve (issue 23): herdless's default RwSem (the atomic
+/// count, wakes after the unlock) against the peers at 1–64 threads, one
+/// chart line per lock. No targets: the seed's table above judges; this
+/// one shows the shape, where the peers and herdless part.
+fn scaling_section() -> Section<Params> {
+    let threads = [1, 2, 4, 8, 16, 32, 64];
+    Section::new(
+        "rwsem scaling, 10% writes",
+        "threads",
+        PerSuite {
+            smoke: cases(&[1, 2], 2_000),
+            quick: cases(&threads, 40_000),
+            full: cases(&threads, 200_000),
+        },
+    )
+    .metric(Metric::higher("ops_per_s", "ops/s"))
+    .metric(Metric::lower("ctx_switches_per_kop", "per 1k ops"))
+    .metric(Metric::lower("contended_per_kop", "per 1k ops"))
+    .metric(Metric::lower("wait_lock_per_kop", "per 1k ops"))
+    .metric(Metric::lower("hold_ns_per_op", "ns/op"))
+    .metric(Metric::lower("wakeups_per_kop", "per 1k ops"))
+    .evidence(&["ctx_switches_per_kop", "wakeups_per_kop"])
+    .variant(Variant::new(HERDLESS, Role::After, |case| {
+        measure(&RwSem::new([0; 8]), case)
+    }))
+    .variant(Variant::new(STD, Role::Peer, |case| {
+        measure(&std::sync::RwLock::new([0; 8]), case)
+    }))
+    .variant(Variant::new(PARKING_LOT, Role::Peer, |case| {
+        measure(&parking_lot::RwLock::new([0; 8]), case)
+    }))
+    .variant(Variant::new(PTHREAD, Role::Peer, |case| {
+        measure(&Pthread::new()?, case)
+    }))
+    .ratio(Ratio::of(HERDLESS, PARKING_LOT))
+    .ratio(Ratio::of(HERDLESS, STD))
+    .ratio(Ratio::of(HERDLESS, PTHREAD))
 }
 
 fn section() -> Section<Params> {
-    // A fixed number of operations per run in total, so that every case
-    // takes about as long; per thread that is total / T.
-    let cases = |threads: &[usize], total: u64| {
-        Case::each(threads, |t| Params {
-            threads: t,
-            ops_per_thread: total / t as u64,
-            write_percent: 10,
-            inside: 300,
-            outside: 600,
-        })
-    };
     let seed_threads = [2, 8, 16, 32];
     Section::new(
         "mixed read/write, 10% writes (volanomark-like)",
