@@ -4,7 +4,7 @@
 //! [`Monitor`] (`monitor.rs`): parking_lot's mutex benchmark
 //! (`throughput`), its scaling curve, an occasional locker beside busy
 //! ones (`occasional`), a bounded queue on one mutex and two condvars
-//! (`queue`), and `notify_all` to waiters that all need the mutex
+//! (`queue`) and its scaling curve, and `notify_all` to waiters that all need the mutex
 //! (`broadcast`, with every family's futex calls counted by
 //! `futex_calls`).
 //!
@@ -69,6 +69,7 @@ pub fn experiment() -> Experiment {
     .section(mutex_scaling())
     .section(occasional_locker())
     .section(bounded_queue())
+    .section(queue_scaling())
     .section(broadcast())
 }
 
@@ -242,31 +243,59 @@ fn occasional_locker() -> Section<occasional::Params> {
         .ratio(Ratio::of(HERDLESS, PTHREAD))
 }
 
+/// Rows of the bounded queue: (producers, consumers, capacity, notify
+/// under the lock), each timed for `interval_ms`.
+fn queue_cases(rows: &[(usize, usize, usize, bool)], interval_ms: u64) -> Vec<Case<queue::Params>> {
+    Case::list(
+        rows,
+        |(producers, consumers, capacity, notify_under_lock)| {
+            let locked = if notify_under_lock {
+                ", notify locked"
+            } else {
+                ""
+            };
+            let params = queue::Params {
+                producers,
+                consumers,
+                capacity,
+                notify_under_lock,
+                interval_ms,
+            };
+            (
+                format!("{producers}/{consumers} cap {capacity}{locked}"),
+                params,
+            )
+        },
+    )
+}
+
+/// The bounded queue's metrics and evidence.
+fn queue_metrics(section: Section<queue::Params>) -> Section<queue::Params> {
+    section
+        .metric(Metric::higher("items_per_s", "items/s"))
+        .metric(Metric::lower(
+            "cpu_ns_per_item",
+            "ns of thread CPU time per item",
+        ))
+        .metric(Metric::lower("cond_waits_per_kitem", "per 1k items"))
+        .metric(Metric::lower(
+            "sleeps_per_kitem",
+            "voluntary switches per 1k items",
+        ))
+        .metric(Metric::lower(
+            "preempted_per_kitem",
+            "involuntary switches per 1k items",
+        ))
+        .metric(Metric::lower("table_waits_per_kitem", "per 1k items"))
+        .metric(Metric::lower("table_wakeups_per_kitem", "per 1k items"))
+        .evidence(&[
+            "cond_waits_per_kitem",
+            "sleeps_per_kitem",
+            "table_waits_per_kitem",
+        ])
+}
+
 fn bounded_queue() -> Section<queue::Params> {
-    // (producers, consumers, capacity, notify under the lock)
-    let cases = |rows: &[(usize, usize, usize, bool)], interval_ms| {
-        Case::list(
-            rows,
-            |(producers, consumers, capacity, notify_under_lock)| {
-                let locked = if notify_under_lock {
-                    ", notify locked"
-                } else {
-                    ""
-                };
-                let params = queue::Params {
-                    producers,
-                    consumers,
-                    capacity,
-                    notify_under_lock,
-                    interval_ms,
-                };
-                (
-                    format!("{producers}/{consumers} cap {capacity}{locked}"),
-                    params,
-                )
-            },
-        )
-    };
     let issue_rows = [
         (1, 1, 1, false),
         (1, 1, 64, false),
@@ -288,37 +317,38 @@ fn bounded_queue() -> Section<queue::Params> {
         .into_iter()
         .flat_map(|locked| shapes.map(|(p, c, cap)| (p, c, cap, locked)))
         .collect();
-    let section = Section::new(
+    let section = queue_metrics(Section::new(
         "bounded queue (one Mutex, two Condvars)",
         "producers/consumers",
         PerSuite {
-            smoke: cases(&[(1, 1, 1, false), (2, 2, 4, true)], 5),
-            quick: cases(&issue_rows, 20),
-            full: cases(&full, 100),
+            smoke: queue_cases(&[(1, 1, 1, false), (2, 2, 4, true)], 5),
+            quick: queue_cases(&issue_rows, 20),
+            full: queue_cases(&full, 100),
         },
-    )
-    .metric(Metric::higher("items_per_s", "items/s"))
-    .metric(Metric::lower(
-        "cpu_ns_per_item",
-        "ns of thread CPU time per item",
-    ))
-    .metric(Metric::lower("cond_waits_per_kitem", "per 1k items"))
-    .metric(Metric::lower(
-        "sleeps_per_kitem",
-        "voluntary switches per 1k items",
-    ))
-    .metric(Metric::lower(
-        "preempted_per_kitem",
-        "involuntary switches per 1k items",
-    ))
-    .metric(Metric::lower("table_waits_per_kitem", "per 1k items"))
-    .metric(Metric::lower("table_wakeups_per_kitem", "per 1k items"))
-    .evidence(&[
-        "cond_waits_per_kitem",
-        "sleeps_per_kitem",
-        "table_waits_per_kitem",
-    ]);
+    ));
     with_targets(with_families::<BoundedQueue>(section))
+}
+
+/// The bounded queue's scaling curve (issue 23): as many producers as
+/// consumers, 1 to 32 of each (2 to 64 threads), capacity 16, each side
+/// notifying after its unlock; one chart line per lock. No targets: the
+/// table above judges; this one shows the shape.
+fn queue_scaling() -> Section<queue::Params> {
+    let rows = |pairs: &[usize]| pairs.iter().map(|&n| (n, n, 16, false)).collect::<Vec<_>>();
+    let pairs = [1, 2, 4, 8, 16, 32];
+    let section = queue_metrics(Section::new(
+        "bounded queue scaling (cap 16)",
+        "producers/consumers",
+        PerSuite {
+            smoke: queue_cases(&rows(&[1, 2]), 5),
+            quick: queue_cases(&rows(&pairs), 20),
+            full: queue_cases(&rows(&pairs), 100),
+        },
+    ));
+    with_families::<BoundedQueue>(section)
+        .ratio(Ratio::of(HERDLESS, PARKING_LOT))
+        .ratio(Ratio::of(HERDLESS, STD))
+        .ratio(Ratio::of(HERDLESS, PTHREAD))
 }
 
 fn broadcast() -> Section<broadcast::Params> {
