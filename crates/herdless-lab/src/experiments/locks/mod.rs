@@ -17,6 +17,7 @@ pub mod futex_calls;
 pub mod monitor;
 mod occasional;
 mod pipe_gate;
+mod placement;
 mod queue;
 mod table_stats;
 mod throughput;
@@ -135,6 +136,18 @@ fn throughput_metrics(section: Section<throughput::Params>) -> Section<throughpu
         .metric(Metric::lower(
             "slowest_sleeps_share",
             "the slowest thread's sleeps / mean",
+        ))
+        .metric(Metric::lower(
+            "slowest_crowd_share",
+            "threads living on the slowest thread's CPU / mean",
+        ))
+        .metric(Metric::lower(
+            "slowest_moves_share",
+            "the slowest thread's moves between CPUs / mean",
+        ))
+        .metric(Metric::higher(
+            "home_rate_spread",
+            "acquisitions per CPU second, worst home CPU / best",
         ))
         .metric(Metric::lower(
             "cpu_ns_per_op",

@@ -22,6 +22,7 @@ use std::time::Duration;
 use serde::Serialize;
 
 use super::monitor::Monitor;
+use super::placement::{CpuTrail, Placement, WorkerRun};
 use super::table_stats::table_delta;
 use super::Workload;
 use crate::harness::gang::gang_with;
@@ -79,6 +80,7 @@ impl Workload for Throughput {
         let work = |_| {
             let (mut value, mut local) = (0.0f64, 0.0f64);
             let mut iterations = 0u64;
+            let trail = CpuTrail::start();
             while !stop.load(Ordering::Relaxed) {
                 monitor.with(|s| {
                     for _ in 0..p.inside {
@@ -99,12 +101,12 @@ impl Workload for Throughput {
                 iterations += 1;
             }
             black_box(value);
-            iterations
+            (iterations, CpuTrail::finish(trail))
         };
         let (run, interval) = gang_with(p.threads, work, timer)?;
         let table = table_delta(before, M::table_stats());
 
-        let counts = &run.results;
+        let counts: Vec<u64> = run.results.iter().map(|&(n, _)| n).collect();
         let total: u64 = counts.iter().sum();
         let under_lock = monitor.with(|s| s.acquisitions);
         if under_lock != total {
@@ -159,6 +161,22 @@ impl Workload for Throughput {
                 "preempted_per_kop",
                 run.usage.involuntary_switches as f64 / kops,
             );
+        let workers: Vec<WorkerRun> = run
+            .results
+            .iter()
+            .zip(&run.per_thread)
+            .map(|((acquisitions, trail), usage)| WorkerRun {
+                acquisitions: *acquisitions,
+                cpu_micros: usage.cpu_micros,
+                trail: *trail,
+            })
+            .collect();
+        if let Some(p) = Placement::of(&workers, slowest_at) {
+            sample = sample
+                .with("slowest_crowd_share", p.slowest_crowd_share)
+                .with("slowest_moves_share", p.slowest_moves_share)
+                .with("home_rate_spread", p.home_rate_spread);
+        }
         if let Some(t) = table {
             sample = sample
                 .with("table_waits_per_kop", t.waits as f64 / kops)
