@@ -234,6 +234,14 @@ fn rwsem_smoke_measures_every_variant_without_errors() {
         ]
     );
     assert_no_errors(section);
+    // The scaling curve: herdless's default against the three peers.
+    let scaling = &report.experiments[0].sections[1];
+    assert!(scaling.title.contains("scaling"), "{}", scaling.title);
+    assert_eq!(
+        variant_names(scaling),
+        ["herdless", "std", "parking_lot", "pthread"]
+    );
+    assert_no_errors(scaling);
 }
 
 #[test]
@@ -276,7 +284,7 @@ fn fault_around_smoke_measures_every_variant_without_errors() {
 fn locks_smoke_measures_every_family_in_every_table_without_errors() {
     let report = smoke_report("locks");
     let exp = &report.experiments[0];
-    assert_eq!(exp.sections.len(), 5);
+    assert_eq!(exp.sections.len(), 6);
     for section in &exp.sections {
         assert_eq!(
             variant_names(section),
