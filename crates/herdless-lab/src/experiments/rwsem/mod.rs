@@ -117,7 +117,7 @@ fn cases(threads: &[usize], total: u64) -> Vec<Case<Params>> {
 /// one shows the shape, where the peers and herdless part.
 fn scaling_section() -> Section<Params> {
     let threads = [1, 2, 4, 8, 16, 32, 64];
-    Section::new(
+    let section = Section::new(
         "rwsem scaling, 10% writes",
         "threads",
         PerSuite {
@@ -126,33 +126,19 @@ fn scaling_section() -> Section<Params> {
             full: cases(&threads, 200_000),
         },
     )
-    .metric(Metric::higher("ops_per_s", "ops/s"))
-    .metric(Metric::lower("ctx_switches_per_kop", "per 1k ops"))
-    .metric(Metric::lower("contended_per_kop", "per 1k ops"))
-    .metric(Metric::lower("wait_lock_per_kop", "per 1k ops"))
-    .metric(Metric::lower("hold_ns_per_op", "ns/op"))
-    .metric(Metric::lower("wakeups_per_kop", "per 1k ops"))
-    .evidence(&["ctx_switches_per_kop", "wakeups_per_kop"])
     .variant(Variant::new(HERDLESS, Role::After, |case| {
         measure(&RwSem::new([0; 8]), case)
-    }))
-    .variant(Variant::new(STD, Role::Peer, |case| {
-        measure(&std::sync::RwLock::new([0; 8]), case)
-    }))
-    .variant(Variant::new(PARKING_LOT, Role::Peer, |case| {
-        measure(&parking_lot::RwLock::new([0; 8]), case)
-    }))
-    .variant(Variant::new(PTHREAD, Role::Peer, |case| {
-        measure(&Pthread::new()?, case)
-    }))
-    .ratio(Ratio::of(HERDLESS, PARKING_LOT))
-    .ratio(Ratio::of(HERDLESS, STD))
-    .ratio(Ratio::of(HERDLESS, PTHREAD))
+    }));
+    with_metrics_and_peers(section)
+        .evidence(&["ctx_switches_per_kop", "wakeups_per_kop"])
+        .ratio(Ratio::of(HERDLESS, PARKING_LOT))
+        .ratio(Ratio::of(HERDLESS, STD))
+        .ratio(Ratio::of(HERDLESS, PTHREAD))
 }
 
 fn section() -> Section<Params> {
     let seed_threads = [2, 8, 16, 32];
-    Section::new(
+    let section = Section::new(
         "mixed read/write, 10% writes (volanomark-like)",
         "threads",
         PerSuite {
@@ -161,13 +147,6 @@ fn section() -> Section<Params> {
             full: cases(&seed_threads, 200_000),
         },
     )
-    .metric(Metric::higher("ops_per_s", "ops/s"))
-    .metric(Metric::lower("contended_per_kop", "per 1k ops"))
-    .metric(Metric::lower("wait_lock_per_kop", "per 1k ops"))
-    .metric(Metric::lower("hold_ns_per_op", "ns/op"))
-    .metric(Metric::lower("wakeups_per_kop", "per 1k ops"))
-    .metric(Metric::lower("ctx_switches_per_kop", "per 1k ops"))
-    .evidence(&["contended_per_kop", "wait_lock_per_kop", "wakeups_per_kop"])
     .variants(
         |(counting, wake), case| {
             measure(
@@ -197,16 +176,33 @@ fn section() -> Section<Params> {
                 (Counting::AtomicCount, WakeTiming::WakeAfterUnlock),
             ),
         ],
-    )
-    .variant(Variant::new(STD, Role::Peer, |case| {
-        measure(&std::sync::RwLock::new([0; 8]), case)
-    }))
-    .variant(Variant::new(PARKING_LOT, Role::Peer, |case| {
-        measure(&parking_lot::RwLock::new([0; 8]), case)
-    }))
-    .variant(Variant::new(PTHREAD, Role::Peer, |case| {
-        measure(&Pthread::new()?, case)
-    }))
+    );
+    with_metrics_and_peers(section).evidence(&[
+        "contended_per_kop",
+        "wait_lock_per_kop",
+        "wakeups_per_kop",
+    ])
+}
+
+/// The metrics both tables report, and the three peers after the
+/// section's own variants.
+fn with_metrics_and_peers(section: Section<Params>) -> Section<Params> {
+    section
+        .metric(Metric::higher("ops_per_s", "ops/s"))
+        .metric(Metric::lower("contended_per_kop", "per 1k ops"))
+        .metric(Metric::lower("wait_lock_per_kop", "per 1k ops"))
+        .metric(Metric::lower("hold_ns_per_op", "ns/op"))
+        .metric(Metric::lower("wakeups_per_kop", "per 1k ops"))
+        .metric(Metric::lower("ctx_switches_per_kop", "per 1k ops"))
+        .variant(Variant::new(STD, Role::Peer, |case| {
+            measure(&std::sync::RwLock::new([0; 8]), case)
+        }))
+        .variant(Variant::new(PARKING_LOT, Role::Peer, |case| {
+            measure(&parking_lot::RwLock::new([0; 8]), case)
+        }))
+        .variant(Variant::new(PTHREAD, Role::Peer, |case| {
+            measure(&Pthread::new()?, case)
+        }))
 }
 
 /// `units` rounds of a small integer hash: work the optimiser cannot skip.
