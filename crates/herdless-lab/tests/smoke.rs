@@ -300,6 +300,16 @@ fn locks_smoke_measures_every_family_in_every_table_without_errors() {
             }
             continue;
         }
+        if section.title.starts_with("mutex") {
+            // Every family's threads say where they ran (`placement.rs`).
+            for case in &section.cases {
+                for cell in &case.cells {
+                    let spread = cell.metrics["home_rate_spread"].median;
+                    assert!(spread > 0.0 && spread <= 1.0, "{}: {spread}", cell.variant);
+                    assert!(cell.metrics["slowest_crowd_share"].median > 0.0);
+                }
+            }
+        }
         // herdless counts its futex-table events (the lab builds it with
         // `stats`); the peers count nothing there.
         let table_metric = section
