@@ -305,7 +305,8 @@ fn locks_smoke_measures_every_family_in_every_table_without_errors() {
             for case in &section.cases {
                 for cell in &case.cells {
                     let spread = cell.metrics["home_rate_spread"].median;
-                    assert!(spread > 0.0 && spread <= 1.0, "{}: {spread}", cell.variant);
+                    // 0 only if the threads of some CPU took no lock.
+                    assert!((0.0..=1.0).contains(&spread), "{}: {spread}", cell.variant);
                     assert!(cell.metrics["slowest_crowd_share"].median > 0.0);
                 }
             }
