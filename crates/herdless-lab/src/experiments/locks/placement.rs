@@ -1,10 +1,16 @@
 //! Where the mutex benchmark's threads ran (issue 23): each worker notes
-//! its CPU and its migration count before and after its loop (never
-//! inside it: a look every 256 iterations changed the compiled loop and
-//! cost a third of the one-thread row), and the sample says whether the
-//! slowest thread was crowded onto a CPU, moved more than the others, or
-//! ran where acquisitions come slower for every thread (the CPU's place
-//! in the machine).
+//! its CPU and its migration count once its loop is over (never inside
+//! the loop: a look every 256 iterations changed the compiled loop and
+//! cost a third of the one-thread row; nor before it, where the `/proc`
+//! read, about 14 µs, would fall inside the timed interval), and the
+//! sample says whether the slowest thread was crowded onto a CPU, moved
+//! more than the others, or ran where acquisitions come slower for every
+//! thread (the CPU's place in the machine). The gang's threads are new
+//! for every sample, so a thread's migrations are those of its loop and
+//! of its few moments before it. The read after the loop counts in the
+//! thread's CPU time (`cpu_ns_per_op`), alike for every lock: 64 threads'
+//! reads are about 2% of the 64-thread row's CPU on 2 cores, a tenth of
+//! that on 16.
 //!
 //! Why: on 16 cores the slowest thread at 16–32 threads ran 0.80–0.85 of
 //! the threads' mean CPU time but took 0.34–0.57 of their acquisitions
@@ -19,35 +25,19 @@ use std::fs;
 
 /// Where one worker was: its CPU when its loop ended (its "home": the
 /// 20 ms intervals see few moves) and the moves between CPUs the
-/// scheduler made during the loop.
+/// scheduler made since the thread started.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct CpuTrail {
     home: Option<usize>,
     moves: Option<u64>,
 }
 
-/// What a worker notes before its loop.
-#[derive(Clone, Copy, Debug)]
-pub struct TrailStart {
-    migrations: Option<u64>,
-}
-
 impl CpuTrail {
-    /// Notes this thread's migrations so far; call before the loop.
-    pub fn start() -> TrailStart {
-        TrailStart {
-            migrations: migrations(),
-        }
-    }
-
-    /// This thread's trail since `start`; call after the loop.
-    pub fn finish(start: TrailStart) -> CpuTrail {
+    /// This thread's trail so far; call after the loop.
+    pub fn read() -> CpuTrail {
         CpuTrail {
             home: this_cpu(),
-            moves: start
-                .migrations
-                .zip(migrations())
-                .map(|(before, after)| after.saturating_sub(before)),
+            moves: migrations(),
         }
     }
 
@@ -189,7 +179,7 @@ mod tests {
 
     #[test]
     fn this_thread_has_a_trail() {
-        let trail = CpuTrail::finish(CpuTrail::start());
+        let trail = std::thread::spawn(CpuTrail::read).join().unwrap();
         assert!(trail.home().is_some(), "sched_getcpu answers on Linux");
     }
 

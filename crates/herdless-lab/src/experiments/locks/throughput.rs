@@ -80,7 +80,6 @@ impl Workload for Throughput {
         let work = |_| {
             let (mut value, mut local) = (0.0f64, 0.0f64);
             let mut iterations = 0u64;
-            let trail = CpuTrail::start();
             while !stop.load(Ordering::Relaxed) {
                 monitor.with(|s| {
                     for _ in 0..p.inside {
@@ -101,7 +100,7 @@ impl Workload for Throughput {
                 iterations += 1;
             }
             black_box(value);
-            (iterations, CpuTrail::finish(trail))
+            (iterations, CpuTrail::read())
         };
         let (run, interval) = gang_with(p.threads, work, timer)?;
         let table = table_delta(before, M::table_stats());
