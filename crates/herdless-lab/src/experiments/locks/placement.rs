@@ -21,6 +21,7 @@
 //! far below another CPU's (`home_rate_spread` well under 1), where a
 //! thread ran decides its share, not the lock's queue.
 
+use std::collections::BTreeMap;
 use std::fs;
 
 /// Where one worker was: its CPU when its loop ended (its "home": the
@@ -107,35 +108,38 @@ impl Placement {
     /// The metrics of `runs` (one per worker) about the worker at
     /// `slowest`; `None` if that worker's CPU is unknown.
     pub fn of(runs: &[WorkerRun], slowest: usize) -> Option<Placement> {
-        let homes: Vec<Option<usize>> = runs.iter().map(|r| r.trail.home()).collect();
-        let own_home = homes.get(slowest).copied().flatten()?;
-        let crowd = |home: usize| homes.iter().filter(|&&h| h == Some(home)).count() as f64;
-        let placed: Vec<usize> = homes.iter().flatten().copied().collect();
-        let mean_crowd = placed.iter().map(|&h| crowd(h)).sum::<f64>() / placed.len() as f64;
+        let own_home = runs.get(slowest)?.trail.home()?;
+        // Per home CPU: its threads, their acquisitions and CPU time.
+        let mut per_cpu: BTreeMap<usize, (u64, u64, u64)> = BTreeMap::new();
+        for run in runs {
+            if let Some(home) = run.trail.home() {
+                let cpu = per_cpu.entry(home).or_default();
+                cpu.0 += 1;
+                cpu.1 += run.acquisitions;
+                cpu.2 += run.cpu_micros;
+            }
+        }
+        // A thread's crowd is its CPU's thread count: summed over the
+        // threads, each CPU counts its count times over.
+        let placed: u64 = per_cpu.values().map(|&(threads, _, _)| threads).sum();
+        let crowds: u64 = per_cpu
+            .values()
+            .map(|&(threads, _, _)| threads * threads)
+            .sum();
+        let mean_crowd = crowds as f64 / placed as f64;
+        let own_crowd = per_cpu[&own_home].0 as f64;
         let mean_moves =
             runs.iter().map(|r| r.trail.moves()).sum::<u64>() as f64 / runs.len() as f64;
         let own_moves = runs[slowest].trail.moves() as f64;
-        // Per home CPU: acquisitions and CPU time of the threads there.
-        let mut per_cpu: Vec<(usize, u64, u64)> = Vec::new();
-        for (run, home) in runs.iter().zip(&homes) {
-            let Some(home) = *home else { continue };
-            match per_cpu.iter_mut().find(|(cpu, _, _)| *cpu == home) {
-                Some((_, acquisitions, micros)) => {
-                    *acquisitions += run.acquisitions;
-                    *micros += run.cpu_micros;
-                }
-                None => per_cpu.push((home, run.acquisitions, run.cpu_micros)),
-            }
-        }
         let rates: Vec<f64> = per_cpu
-            .iter()
+            .values()
             .filter(|&&(_, _, micros)| micros > 0)
             .map(|&(_, acquisitions, micros)| acquisitions as f64 / micros as f64)
             .collect();
         let fastest = rates.iter().copied().fold(0.0, f64::max);
         let slowest_rate = rates.iter().copied().fold(f64::INFINITY, f64::min);
         Some(Placement {
-            slowest_crowd_share: crowd(own_home) / mean_crowd,
+            slowest_crowd_share: own_crowd / mean_crowd,
             slowest_moves_share: if mean_moves > 0.0 {
                 own_moves / mean_moves
             } else {

@@ -105,8 +105,17 @@ impl Workload for Throughput {
         let (run, interval) = gang_with(p.threads, work, timer)?;
         let table = table_delta(before, M::table_stats());
 
-        let counts: Vec<u64> = run.results.iter().map(|&(n, _)| n).collect();
-        let total: u64 = counts.iter().sum();
+        let workers: Vec<WorkerRun> = run
+            .results
+            .iter()
+            .zip(&run.per_thread)
+            .map(|(&(acquisitions, trail), usage)| WorkerRun {
+                acquisitions,
+                cpu_micros: usage.cpu_micros,
+                trail,
+            })
+            .collect();
+        let total: u64 = workers.iter().map(|w| w.acquisitions).sum();
         let under_lock = monitor.with(|s| s.acquisitions);
         if under_lock != total {
             return Err(LabError::Sample(format!(
@@ -120,9 +129,9 @@ impl Workload for Throughput {
         let seconds = interval.as_secs_f64();
         let kops = total as f64 / 1e3;
         let mean = total as f64 / p.threads as f64;
-        let (slowest_at, slowest) = counts
+        let (slowest_at, slowest) = workers
             .iter()
-            .copied()
+            .map(|w| w.acquisitions)
             .enumerate()
             .min_by_key(|&(_, count)| count)
             .unwrap_or((0, 0));
@@ -160,16 +169,6 @@ impl Workload for Throughput {
                 "preempted_per_kop",
                 run.usage.involuntary_switches as f64 / kops,
             );
-        let workers: Vec<WorkerRun> = run
-            .results
-            .iter()
-            .zip(&run.per_thread)
-            .map(|((acquisitions, trail), usage)| WorkerRun {
-                acquisitions: *acquisitions,
-                cpu_micros: usage.cpu_micros,
-                trail: *trail,
-            })
-            .collect();
         if let Some(p) = Placement::of(&workers, slowest_at) {
             sample = sample
                 .with("slowest_crowd_share", p.slowest_crowd_share)
