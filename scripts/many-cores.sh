@@ -19,11 +19,10 @@
 #   mutex tables and the rwsem (issue 23: what the counters cost, read from
 #   each pair's `compare`, the peers' B/A showing the drift between the two
 #   runs): stats-cost-<n>-<nostats|stats>.json and stats-cost-<n>.txt;
-# - SWEEPS (default "HERDLESS_MUTEX_TUNING=pausefree=7@locks:occasional+throughput":
-#   the mutex's spin budget before stop 40, seven rounds whether or not
-#   anybody sleeps, against the default's nine while nobody does, for
-#   the occasional locker's tail, which stop 40's two pairs left
-#   unsettled), each entry
+# - SWEEPS (default "HERDLESS_MUTEX_TUNING=spinask=2@locks:throughput+scaling+occasional+queue":
+#   rare threads asking for the lock when their spin budget is spent,
+#   `mutex/spin.rs` `SpinAsk::Rare`, for the occasional locker's tail;
+#   stop 44 measured every thread asking, `spinask=1`), each entry
 #   VARIABLE=VALUE@EXPERIMENT[:TABLE[+TABLE...]] (no spaces): the
 #   experiment (its tables whose title contains a TABLE) with counters off, run with the
 #   variable set and then without it: sweep-<n>-tuned.json,
@@ -67,7 +66,7 @@ target=x86_64-unknown-linux-gnu
 experiments=${EXPERIMENTS-locks rwsem herd async epoll futex-wake}
 stats_pairs=${STATS_PAIRS:-3}
 tables=${TABLES-restore:s3}
-sweeps=${SWEEPS-HERDLESS_MUTEX_TUNING=pausefree=7@locks:occasional+throughput}
+sweeps=${SWEEPS-HERDLESS_MUTEX_TUNING=spinask=2@locks:throughput+scaling+occasional+queue}
 sweep_stats=${SWEEP_STATS:-nostats}
 cfgs=${CFGS-herdless_forget_passers}
 # CPUS=one-per-core: the first CPU of each core's SMT siblings.

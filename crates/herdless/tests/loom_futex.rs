@@ -14,7 +14,7 @@ use loom::thread;
 use herdless::futex::{WaitError, Woken};
 use herdless::variants::WakePolicy;
 use herdless::{FutexTable, RawCondvar, RawMutex};
-use loom_common::{lock_bump_and_release, model};
+use loom_common::{bump_and_release, lock_bump_and_release, model};
 
 /// Seed 004's litmus test: a waiter (waiters++; fence; read word) and a
 /// waker (write word; fence; read waiters) can never both miss each other.
@@ -537,6 +537,51 @@ fn woken_thread_that_asks_is_given_the_lock() {
         }
         sleeper.join().unwrap();
         assert_eq!(count.load(Ordering::Relaxed), 5);
+        assert!(!m.is_held());
+        assert_eq!(m.waiters(), 0);
+        assert_eq!(FutexTable::global().total_waiters(), 0);
+        assert!(m.try_acquire());
+        // SAFETY: we hold `m`.
+        unsafe { m.release() };
+        assert!(!m.is_held());
+    });
+}
+
+/// Threads that are not the woken one ask too once their budget is spent
+/// (many CPUs' `spin_ask`, on under loom, where the budget is spent at
+/// once): two threads find the lock held, at most one owns ASKING and
+/// the other sleeps; the holder's unlock gives the lock to the asker
+/// (HANDED), a barging relock delays that gift to the next unlock, or the
+/// asker withdraws its request before it parks. Nobody is stranded, the
+/// count is exact, and no request or gift outlives the run (the last lock
+/// and unlock take the fast paths and leave the lock free). Bound 3: the
+/// asker must be preempted between its request and its park. Mutation
+/// checked: an asker that parks without withdrawing fails here (and in
+/// `woken_thread_that_asks_is_given_the_lock`). Letting a second thread
+/// ask while ASKING is set is not caught, and is safe: the askers then
+/// share the request, whichever spins takes HANDED, and a withdrawal
+/// clears what nobody needs; the rule keeps HANDED one thread's.
+#[test]
+fn spinners_ask_one_at_a_time_and_nobody_is_stranded() {
+    model(3, || {
+        let shared = Arc::new((RawMutex::new(), AtomicU32::new(0)));
+        let (m, count) = &*shared;
+        m.acquire();
+        let threads: Vec<_> = (0..2)
+            .map(|_| {
+                let shared = shared.clone();
+                thread::spawn(move || {
+                    let (m, count) = &*shared;
+                    lock_bump_and_release(m, count, false);
+                })
+            })
+            .collect();
+        bump_and_release(m, count, false);
+        lock_bump_and_release(m, count, false);
+        for t in threads {
+            t.join().unwrap();
+        }
+        assert_eq!(count.load(Ordering::Relaxed), 4);
         assert!(!m.is_held());
         assert_eq!(m.waiters(), 0);
         assert_eq!(FutexTable::global().total_waiters(), 0);

@@ -82,7 +82,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll, Waker};
 
-use super::raw::{RawMutex, HANDED, HANDOFF, LOCKED, PARKED, WAKING};
+use super::raw::{RawMutex, HANDOFF, LOCKED, PARKED, WAKING};
 use super::spin::SpinBudget;
 use crate::futex::{address, FutexTable, TaskPark};
 use crate::sync::Ordering;
@@ -171,9 +171,9 @@ impl RawLock<'_> {
         let asks = woken && budget.task_ask_after != 0 && vain >= budget.task_ask_after;
         let mut state = word.load(Ordering::Relaxed);
         loop {
-            // Only the WAKING owner sets ASKING, and tasks never ask: no
-            // hand-off to an asker is pending while we own WAKING.
-            debug_assert!(!woken || state & HANDED == 0);
+            // A spinning thread may be asking (ASKING), or have been given
+            // the lock (HANDED, with LOCKED): a task never asks that way
+            // and leaves both alone; HANDED means the lock is held.
             if state & LOCKED == 0 {
                 // Free: take it; the woken task gives WAKING up in the same
                 // CAS (the new holder's unlock is the one that wakes).

@@ -61,6 +61,7 @@
 
 #[cfg(not(loom))]
 mod async_ext;
+mod fair_release;
 mod lock_async;
 mod marks;
 mod rare_parker;

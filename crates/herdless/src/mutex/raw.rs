@@ -6,7 +6,7 @@
 //!   bit 0  LOCKED   a thread (or task) holds the lock
 //!   bit 1  PARKED   threads (or tasks) sleep in the futex table on this word (exact)
 //!   bit 2  WAKING   one woken thread (or task) is awake and trying for the lock
-//!   bit 3  ASKING   that woken thread spun in vain and asks for the lock
+//!   bit 3  ASKING   a thread spun in vain and asks for the lock (one at a time)
 //!   bit 4  HANDED   an unlock gave the lock (still LOCKED) to the asker
 //!   bit 5  MONITOR  a condvar has waited with this mutex (sticky; read by the spin policy only)
 //! ```
@@ -15,7 +15,7 @@
 //! | LOCKED | `acquire` (`fetch_or`), a slow-path CAS, a hand-off on a sleeper's or the asker's behalf | `release` (`fetch_sub`); the fair release of a word nobody sleeps on | hand-offs to sleepers: yes; others: no |
 //! | PARKED | a thread or task about to park (CAS); a condvar moving waiters onto the word | whoever removes the last sleeper (the waking unlock, a fair unlock, the last sleeper leaving on timeout or a dropped task future), and a waking unlock that finds nobody | clear: yes; set: the condvar's yes, the parker's no (its park validates under the lock) |
 //! | WAKING | the unlock that decides to wake a sleeper (CAS; it hands the bit to the woken thread or task) | the owner: when it takes the lock (same CAS), when it parks again (its validation), when its task future is dropped (`give_up_waking`); the waking unlock that found nobody | clear on park and on nobody found: yes; others: no |
-//! | ASKING | the WAKING owner, once its spin budget is spent (CAS) | the owner (taking the lock, or parking: same CAS as WAKING); the unlock that gives it the lock | no |
+//! | ASKING | a thread whose spin budget is spent, if ASKING and HANDED are clear (CAS): the WAKING owner, and with `SpinAsk` (an experiment, `spin.rs`) other spinners | the asker (taking the lock, or withdrawing before it parks); the unlock that gives it the lock | no |
 //! | HANDED | the unlock that finds ASKING: it takes the lock back for the asker (CAS) | the asker, taking it over | no |
 //! | MONITOR | a condvar's first wait with the mutex, by its holder (`fetch_or`) | never | no |
 //!
@@ -84,7 +84,7 @@
 //! `parked_bit_never_strands_a_sleeper`, and the timeout and condvar ones),
 //! and those in `tests/loom_async_mutex.rs` the tasks' steps.
 //!
-//! # Fairness: the woken thread asks, the next unlock gives
+//! # Fairness: a thread that spun in vain asks, the next unlock gives
 //! Unlocks are unfair: a running thread may take the lock ahead of the
 //! woken one, which keeps the lock on one CPU while it is busy (the
 //! throughput std and glibc get on many cores, and parking_lot loses). But
@@ -99,10 +99,26 @@
 //! strict hand-off to a *sleeper* after it had waited 0.5 ms was tried
 //! first: on 16 cores at 64 threads it ran at 0.1× std (issue 23).
 //! A woken thread that still fails (its second budget spent too) withdraws
-//! the request and goes back to sleep at the head of the queue. So does a
-//! thread that rarely finds a mutex taken (`rare_parker.rs`): one that
+//! the request and goes back to sleep at the head of the queue.
+//!
+//! Other threads may ask too, once their budget is spent and if nobody
+//! else is asking (`spin.rs`, `SpinAsk`: every thread, rare threads only,
+//! or none, the default; under loom every thread asks, so the models
+//! cover it): the asker gets the lock at the next unlock instead of
+//! sleeping, or withdraws after a second budget and sleeps. Only one
+//! thread asks at a time (a request needs ASKING and HANDED clear), so
+//! HANDED always belongs to the one thread that asked; and an asker
+//! withdraws before it parks, so no thread sleeps owning ASKING or HANDED.
+//! It is for the slowest busy thread's share (on 16 cores, stop 44, the
+//! slowest of 16–32 busy threads took 0.34–0.51 of the mean against std's
+//! 0.65–0.72, with a CPU of its own and the others' CPU time) and the
+//! occasional locker's tail; what it cost and bought is in `spin.rs`.
+//!
+//! A thread that rarely finds a mutex taken (`rare_parker.rs`) sleeps at
+//! the head of the queue (and asks first with `SpinAsk::Rare`): one that
 //! takes the lock once in a while waits for one wake, not behind every
-//! busy thread asleep in the queue. Queue order is all it changes.
+//! busy thread asleep in the queue. Without `SpinAsk::Rare` queue order
+//! is all that changes.
 //! [`unlock_fair`](lock_api::MutexGuard::unlock_fair) hands the lock to the
 //! oldest sleeper, still held; and every 0.5 ms per table bucket the unlock
 //! that wakes a sleeping thread does the same if the lock is still free
@@ -124,10 +140,10 @@ pub(super) const LOCKED: u32 = 1;
 pub(super) const PARKED: u32 = 2;
 /// A woken thread (or task) is awake and trying for the lock.
 pub(super) const WAKING: u32 = 4;
-/// The woken thread spun its budget in vain and asks for the lock.
+/// A thread spun its budget in vain and asks for the lock (one at a time).
 const ASKING: u32 = 8;
 /// An unlock gave the lock, still held, to the asking thread.
-pub(super) const HANDED: u32 = 16;
+const HANDED: u32 = 16;
 /// A condvar has waited with this mutex (sticky; `spin.rs`).
 pub(super) const MONITOR: u32 = 32;
 
@@ -239,18 +255,23 @@ impl RawMutex {
         let key = address(&self.state);
         let budget = SpinBudget::get();
         let mut spin = SpinWait::new();
+        // `asked`: we own ASKING (or the HANDED it became); `ask_spent`:
+        // we asked and withdrew since we last slept, so we park next.
         let mut asked = false;
+        let mut ask_spent = false;
         let mut rare = RareQuestion::new(budget, woken);
         let mut state = self.state.load(Ordering::Relaxed);
         loop {
-            if woken && state & HANDED != 0 {
-                // An unlock gave us the lock (module docs, "Fairness").
+            if asked && state & HANDED != 0 {
+                // An unlock gave us the lock (module docs, "Fairness"): only
+                // the asker takes HANDED, and nobody asks while it is set.
                 // Acquire pairs with the giver's AcqRel CAS: its critical
                 // section, and those of any thread that held the lock in
                 // between, happen-before ours.
+                let new = state & !(HANDED | if woken { WAKING } else { 0 });
                 match self.state.compare_exchange_weak(
                     state,
-                    state & !(HANDED | WAKING | ASKING),
+                    new,
                     Ordering::Acquire,
                     Ordering::Relaxed,
                 ) {
@@ -261,14 +282,16 @@ impl RawMutex {
             }
             if state & LOCKED == 0 {
                 // Free (sleepers may be queued: PARKED stays as it is). The
-                // woken thread gives WAKING (and ASKING) up in the same CAS:
-                // from now on the holder's unlock is the one that wakes.
-                // Acquire as in `try_acquire`.
-                let new = if woken {
-                    (state | LOCKED) & !(WAKING | ASKING)
-                } else {
-                    state | LOCKED
-                };
+                // woken thread gives WAKING up, and an asker ASKING, in the
+                // same CAS: from now on the holder's unlock is the one that
+                // wakes. Acquire as in `try_acquire`.
+                let mut new = state | LOCKED;
+                if woken {
+                    new &= !WAKING;
+                }
+                if asked {
+                    new &= !ASKING;
+                }
                 match self.state.compare_exchange_weak(
                     state,
                     new,
@@ -281,24 +304,32 @@ impl RawMutex {
                 continue;
             }
             // Spin while nobody sleeps, past sleepers where the budget says
-            // so (every machine's default, `spin.rs`: the woken thread's
-            // ASKING keeps it fair), and always when we are the woken
-            // thread: the unlocks count on it to be awake (`spin.rs`).
+            // so (every machine's default, `spin.rs`: the askers keep it
+            // fair), and always when we are the woken thread (the unlocks
+            // count on it to be awake, `spin.rs`) or the asker (the unlock
+            // that gives it the lock counts on it to take it).
             let alone = state & PARKED == 0;
-            let may_spin = woken || alone || budget.spin_past_sleepers;
+            let may_spin = woken || asked || alone || budget.spin_past_sleepers;
             // A rare thread parks at the head of a plain mutex's queue
             // instead of yielding (`rare_parker.rs`).
             let monitor = state & MONITOR != 0;
             let may_yield = (woken || state & WAKING != 0 || !budget.waking_yield.on(monitor))
                 && (woken || monitor || !spin.yields_next(budget) || !rare.peek());
-            if may_spin && spin.spin(budget, may_yield, woken && !asked && budget.ask, alone) {
+            let will_ask = woken && !asked && !ask_spent && budget.ask;
+            if may_spin && spin.spin(budget, may_yield, will_ask, alone) {
                 state = self.state.load(Ordering::Relaxed);
                 continue;
             }
-            if woken && !asked && budget.ask {
-                // Spun in vain: ask the next unlock for the lock, and spin
-                // for it once more. Relaxed: the giver's CAS and our take
-                // carry the ordering.
+            if !asked
+                && !ask_spent
+                && state & (ASKING | HANDED) == 0
+                && budget.asks(woken, || rare.ask())
+            {
+                // Spun in vain, and nobody else asks (or has been given
+                // the lock and not taken it yet): ask the next unlock for
+                // the lock, and spin for it once more. Relaxed: the giver's
+                // CAS and our take carry the ordering. (A rare thread's
+                // question records a sleep whether or not it then sleeps.)
                 match self.state.compare_exchange_weak(
                     state,
                     state | ASKING,
@@ -309,6 +340,27 @@ impl RawMutex {
                         asked = true;
                         spin = SpinWait::new();
                         state |= ASKING;
+                    }
+                    Err(now) => state = now,
+                }
+                continue;
+            }
+            if asked {
+                // Spun in vain once more: withdraw the request before we
+                // sleep (HANDED is not set: we looked at the top), so that
+                // no unlock gives the lock to a sleeping thread. Relaxed:
+                // ASKING carries no data; an unlock that read it before
+                // this CAS finds it gone and unlocks as usual.
+                match self.state.compare_exchange_weak(
+                    state,
+                    state & !ASKING,
+                    Ordering::Relaxed,
+                    Ordering::Relaxed,
+                ) {
+                    Ok(_) => {
+                        asked = false;
+                        ask_spent = true;
+                        state &= !ASKING;
                     }
                     Err(now) => state = now,
                 }
@@ -330,12 +382,11 @@ impl RawMutex {
             }
             let parked = FutexTable::global().park(
                 key,
-                // Under the bucket lock: still held with PARKED set, and not
-                // given to us (an unlock that ran since changed the word:
-                // look again). The woken thread hands WAKING and ASKING back
-                // in the same CAS: the holder's unlock, which comes after
-                // it, then wakes the head of the queue, which we are about
-                // to become.
+                // Under the bucket lock: still held with PARKED set (an
+                // unlock that ran since changed the word: look again). The
+                // woken thread hands WAKING back in the same CAS: the
+                // holder's unlock, which comes after it, then wakes the
+                // head of the queue, which we are about to become.
                 || self.validate_park(woken),
                 || {},
                 |_, was_last| {
@@ -353,13 +404,12 @@ impl RawMutex {
                 Parked::Unparked { token, .. } if token == HANDOFF => return true,
                 // A waking unlock set WAKING for us and woke us.
                 Parked::Unparked { .. } => woken = true,
-                // Not queued: WAKING and ASKING (if ours) were not given
-                // back, and HANDED may be waiting for us.
+                // Not queued: WAKING (if ours) was not given back.
                 Parked::Invalid => {}
                 Parked::TimedOut => return false,
             }
             if !matches!(parked, Parked::Invalid) {
-                asked = false;
+                ask_spent = false;
             }
             spin = SpinWait::new();
             state = self.state.load(Ordering::Relaxed);
@@ -367,8 +417,8 @@ impl RawMutex {
     }
 
     /// A parker's validation, under the word's bucket lock: the lock is
-    /// held, PARKED set, and the lock was not given to the parker; the
-    /// woken thread clears WAKING and ASKING in the same CAS. A task parks
+    /// held and PARKED set; the woken thread clears WAKING in the same CAS.
+    /// A parker never owns ASKING (it withdrew its request). A task parks
     /// with the same validation (`lock_async.rs`).
     pub(super) fn validate_park(&self, woken: bool) -> bool {
         // Relaxed: the bucket lock orders this against the waking unlock's
@@ -381,12 +431,9 @@ impl RawMutex {
             if !woken {
                 return true;
             }
-            if state & HANDED != 0 {
-                return false;
-            }
             match self.state.compare_exchange_weak(
                 state,
-                state & !(WAKING | ASKING),
+                state & !WAKING,
                 Ordering::Relaxed,
                 Ordering::Relaxed,
             ) {
@@ -442,30 +489,6 @@ impl RawMutex {
                 Err(now) => state = now,
             }
         }
-    }
-
-    /// With the lock held by the caller (for itself, or taken back on a
-    /// sleeper's behalf), hands it to the oldest sleeper, still held, or
-    /// releases it if nobody sleeps. Under the bucket lock, PARKED is
-    /// cleared when the last sleeper leaves.
-    fn hand_over_held(&self) {
-        FutexTable::global().unpark_one(address(&self.state), |found: Unparked| {
-            // Under the bucket lock of the word: a parker validates the word
-            // under this same lock, so it sees what we store here.
-            if found.unparked == 0 {
-                // Nobody queued: a plain release that clears PARKED (exact).
-                // WAKING and ASKING, if set, are another thread's.
-                // Release pairs with the next owner's Acquire.
-                self.state.fetch_and(!(LOCKED | PARKED), Ordering::Release);
-                return GRANTED;
-            }
-            if !found.have_more {
-                Self::clear_parked(&self.state);
-            }
-            // Still LOCKED: the woken thread owns it (token HANDOFF). The
-            // grant (Release) publishes our critical section to it.
-            HANDOFF
-        });
     }
 
     /// The unlock that saw sleepers and nobody awake for them: looks again
@@ -533,8 +556,8 @@ impl RawMutex {
     /// the wake on, keeping "Why no sleeper is left behind": with the lock
     /// held, the holder's unlock comes after this clear and wakes; with it
     /// free and sleepers left, this is the unlock in flight and does what
-    /// the waking unlock does. The caller owns WAKING (ASKING and HANDED
-    /// are then clear: only the owner sets ASKING, and tasks never do).
+    /// the waking unlock does. The caller owns WAKING (a spinning thread's
+    /// ASKING or HANDED, if set, is left to it: HANDED comes with LOCKED).
     #[cold]
     pub(crate) fn give_up_waking(&self) {
         // Relaxed: WAKING carries no data (as in `wake_slow`).
@@ -542,42 +565,6 @@ impl RawMutex {
         debug_assert!(state & WAKING != 0, "WAKING given up by a non-owner");
         if state & (LOCKED | PARKED) == PARKED {
             self.wake_slow();
-        }
-    }
-
-    /// Releases the lock *fairly*: if a thread sleeps on it, the lock is
-    /// handed to the oldest sleeper directly and stays held, so no running
-    /// thread can barge in ahead of it (the sleeper is woken after the
-    /// table's bucket lock is dropped, as every wake is). Examples: [`RawMutex`].
-    ///
-    /// # Safety
-    /// The caller holds the lock.
-    pub unsafe fn release_fair(&self) {
-        // Relaxed: a parker that sets PARKED after this look is seen by
-        // the plain release's `fetch_sub`.
-        if self.state.load(Ordering::Relaxed) & PARKED == 0 {
-            // SAFETY: the caller holds the lock.
-            unsafe { self.release() };
-            return;
-        }
-        self.hand_over_held();
-    }
-
-    /// Yields the lock to the oldest sleeper if there is one (fair unlock,
-    /// then lock again); with nobody asleep, does nothing.
-    ///
-    /// # Safety
-    /// The caller holds the lock.
-    // Called by the lock_api impl only, which loom builds leave out.
-    #[cfg_attr(loom, allow(dead_code))]
-    pub(crate) unsafe fn bump(&self) {
-        // Relaxed: a hint; a sleeper that arrives just after we looked
-        // will get the lock at our next unlock.
-        if self.state.load(Ordering::Relaxed) & PARKED != 0 {
-            // SAFETY: the caller holds the lock; we take it back before
-            // returning.
-            unsafe { self.release_fair() };
-            self.acquire();
         }
     }
 

@@ -47,6 +47,9 @@ pub(super) struct SpinBudget {
     /// Whether a woken thread that spun in vain asks the next unlock for
     /// the lock (ASKING, see `raw.rs`).
     pub(super) ask: bool,
+    /// Which other threads that spun in vain ask too, if nobody else is
+    /// asking, before they sleep (`raw.rs`, "Fairness"; with `ask`).
+    pub(super) spin_ask: SpinAsk,
     /// Rounds of exponential spinning a woken thread spends before it asks
     /// (at most `pause_rounds`; after asking it spins the whole budget).
     pub(super) ask_rounds: u32,
@@ -68,8 +71,8 @@ pub(super) struct SpinBudget {
 impl SpinBudget {
     /// The budget for this machine (`HERDLESS_MUTEX_TUNING` overrides it
     /// for experiments: `pause=R,pausefree=R,yield=Y,past=0|1,watch=W,
-    /// rarewatch=W,ask=0|1,askpause=R,front=0|1,waking_yield=0|1|2,rare=MICROSECONDS,
-    /// rarecount=0|1,taskask=N`).
+    /// rarewatch=W,ask=0|1,spinask=0|1,askpause=R,front=0|1,waking_yield=0|1|2,
+    /// rare=MICROSECONDS,rarecount=0|1,taskask=N`).
     ///
     /// `waking_yield`: which mutexes' newcomers yield only while a woken
     /// thread is awake (0: none, 1: those a condvar waits with, the
@@ -119,6 +122,7 @@ impl SpinBudget {
                 watch: 400,
                 rare_watch: 0,
                 ask: true,
+                spin_ask: SpinAsk::DEFAULT,
                 ask_rounds: 4,
                 front: true,
                 task_ask_after: 1,
@@ -185,6 +189,7 @@ impl SpinBudget {
                 watch: 400,
                 rare_watch: 400,
                 ask: true,
+                spin_ask: SpinAsk::DEFAULT,
                 ask_rounds: 7,
                 front: true,
                 task_ask_after: 1,
@@ -192,6 +197,21 @@ impl SpinBudget {
                 rare_counts: true,
             }
         }
+    }
+
+    /// Whether a thread whose budget is spent asks for the lock (if it has
+    /// not since it last slept, and nobody else is asking: the caller's
+    /// to see); `woken`: it owns WAKING; `rare`: whether it is a rare
+    /// thread (`rare_parker.rs`), asked only where [`SpinAsk::Rare`] needs
+    /// the answer.
+    pub(super) fn asks(&self, woken: bool, rare: impl FnOnce() -> bool) -> bool {
+        self.ask
+            && (woken
+                || match self.spin_ask {
+                    SpinAsk::Never => false,
+                    SpinAsk::Rare => rare(),
+                    SpinAsk::Every => true,
+                })
     }
 
     /// How a mutex sleeper parks: a woken thread that lost the lock goes
@@ -217,6 +237,13 @@ impl SpinBudget {
                 "watch" => self.watch = value,
                 "rarewatch" => self.rare_watch = value,
                 "ask" => self.ask = value != 0,
+                "spinask" => {
+                    self.spin_ask = match value {
+                        0 => SpinAsk::Never,
+                        1 => SpinAsk::Every,
+                        _ => SpinAsk::Rare,
+                    }
+                }
                 "askpause" => self.ask_rounds = value,
                 "front" => self.front = value != 0,
                 "taskask" => self.task_ask_after = value,
@@ -233,6 +260,42 @@ impl SpinBudget {
             }
         }
     }
+}
+
+/// Which threads other than the woken one ask for the lock (ASKING,
+/// `raw.rs`) once their spin budget is spent, instead of going to sleep.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum SpinAsk {
+    /// None (`spinask=0`): the default. On two CPUs an asker that spins
+    /// while the holder waits for its CPU would be handed the lock while
+    /// descheduled.
+    Never,
+    /// Rare threads (`spinask=2`, `rare_parker.rs`): the occasional locker
+    /// beside busy ones gets the lock at the next unlock instead of
+    /// sleeping, and busy threads never ask. Not yet measured.
+    Rare,
+    /// Every thread (`spinask=1`). Measured on 16 cores (stop 44, three
+    /// interleaved pairs of the lab's `locks` tables against `Never`): the
+    /// occasional locker's p99 wait beside 15 and 32 busy threads 17–25
+    /// and 27–36 µs against 16–107 and 344–373 (std 58–71 and 79–130),
+    /// and the slowest busy thread's share up (16 threads, 1/0: 0.57–0.69
+    /// against 0.46–0.49; 32 threads, 5/50: 0.66–0.71 against 0.53–0.56);
+    /// but the busy threads' acquisitions per second fell to 0.31–0.45×
+    /// at 8–64 threads (1/0; 0.73–0.83× with work outside the lock): with
+    /// a thread asking at nearly every unlock, the lock moves to another
+    /// CPU on every acquisition, as in a FIFO lock, where without it the
+    /// holder's CPU takes runs of them.
+    Every,
+}
+
+impl SpinAsk {
+    /// Every machine's default, except under loom, whose models explore
+    /// the protocol with every contender asking (`raw.rs`).
+    const DEFAULT: SpinAsk = if cfg!(loom) {
+        SpinAsk::Every
+    } else {
+        SpinAsk::Never
+    };
 }
 
 /// The default `rare_gap` (`rare_parker.rs`, where its measurement is).
@@ -394,6 +457,23 @@ mod tests {
                 budget.pause_rounds,
                 "never past the budget"
             );
+        }
+    }
+
+    #[test]
+    fn only_the_woken_thread_asks_by_default_and_spinask_widens_it() {
+        for cpus in [2, 16] {
+            let mut budget = SpinBudget::for_cpus(cpus);
+            assert_eq!(budget.spin_ask, SpinAsk::Never);
+            assert!(budget.asks(true, || unreachable!("the woken one is never asked")));
+            assert!(!budget.asks(false, || true), "a rare thread does not ask");
+            budget.apply("spinask=2");
+            assert_eq!(budget.spin_ask, SpinAsk::Rare);
+            assert!(budget.asks(false, || true) && !budget.asks(false, || false));
+            budget.apply("spinask=1");
+            assert!(budget.asks(false, || false), "every thread asks");
+            budget.apply("ask=0");
+            assert!(!budget.asks(true, || true) && !budget.asks(false, || true));
         }
     }
 
