@@ -71,7 +71,7 @@ pub(super) struct SpinBudget {
 impl SpinBudget {
     /// The budget for this machine (`HERDLESS_MUTEX_TUNING` overrides it
     /// for experiments: `pause=R,pausefree=R,yield=Y,past=0|1,watch=W,
-    /// rarewatch=W,ask=0|1,spinask=0|1,askpause=R,front=0|1,waking_yield=0|1|2,
+    /// rarewatch=W,ask=0|1,spinask=0|1|2,askpause=R,front=0|1,waking_yield=0|1|2,
     /// rare=MICROSECONDS,rarecount=0|1,taskask=N`).
     ///
     /// `waking_yield`: which mutexes' newcomers yield only while a woken
@@ -272,7 +272,11 @@ pub(super) enum SpinAsk {
     Never,
     /// Rare threads (`spinask=2`, `rare_parker.rs`): the occasional locker
     /// beside busy ones gets the lock at the next unlock instead of
-    /// sleeping, and busy threads never ask. Not yet measured.
+    /// sleeping, and busy threads never ask. Not yet measured on many
+    /// CPUs; on 2 cores (stop 44, four interleaved pairs of the mutex and
+    /// locker tables) neither better nor worse: the locker's p99 beside
+    /// one hog 8.6–13.8 µs against 10.9–15.2, beside four 11–56 against
+    /// 10–55, the throughput rows within each other's spread.
     Rare,
     /// Every thread (`spinask=1`). Measured on 16 cores (stop 44, three
     /// interleaved pairs of the lab's `locks` tables against `Never`): the
