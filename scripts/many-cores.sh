@@ -22,7 +22,9 @@
 # - SWEEPS (default "HERDLESS_MUTEX_TUNING=spinask=2@locks:throughput+scaling+occasional+queue":
 #   rare threads asking for the lock when their spin budget is spent,
 #   `mutex/spin.rs` `SpinAsk::Rare`, for the occasional locker's tail;
-#   stop 44 measured every thread asking, `spinask=1`), each entry
+#   stop 44 measured every thread asking, `spinask=1`; `spinask=3` paces
+#   every thread to one request per 50 µs, README "Stop 44 on 16
+#   cores"), each entry
 #   VARIABLE=VALUE@EXPERIMENT[:TABLE[+TABLE...]] (no spaces): the
 #   experiment (its tables whose title contains a TABLE) with counters off, run with the
 #   variable set and then without it: sweep-<n>-tuned.json,

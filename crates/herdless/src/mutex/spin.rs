@@ -15,6 +15,7 @@
 use std::sync::OnceLock;
 use std::time::Duration;
 
+use super::ask_pace;
 use crate::deadline::Deadline;
 use crate::futex::ParkHow;
 use crate::util::tuning_text::{self, pairs};
@@ -50,6 +51,9 @@ pub(super) struct SpinBudget {
     /// Which other threads that spun in vain ask too, if nobody else is
     /// asking, before they sleep (`raw.rs`, "Fairness"; with `ask`).
     pub(super) spin_ask: SpinAsk,
+    /// With [`SpinAsk::Paced`], how often a thread may ask
+    /// (`ask_pace.rs`).
+    pub(super) ask_gap: Duration,
     /// Rounds of exponential spinning a woken thread spends before it asks
     /// (at most `pause_rounds`; after asking it spins the whole budget).
     pub(super) ask_rounds: u32,
@@ -71,7 +75,7 @@ pub(super) struct SpinBudget {
 impl SpinBudget {
     /// The budget for this machine (`HERDLESS_MUTEX_TUNING` overrides it
     /// for experiments: `pause=R,pausefree=R,yield=Y,past=0|1,watch=W,
-    /// rarewatch=W,ask=0|1,spinask=0|1|2,askpause=R,front=0|1,waking_yield=0|1|2,
+    /// rarewatch=W,ask=0|1,spinask=0|1|2|3,askgap=MICROSECONDS,askpause=R,front=0|1,waking_yield=0|1|2,
     /// rare=MICROSECONDS,rarecount=0|1,taskask=N`).
     ///
     /// `waking_yield`: which mutexes' newcomers yield only while a woken
@@ -123,6 +127,7 @@ impl SpinBudget {
                 rare_watch: 0,
                 ask: true,
                 spin_ask: SpinAsk::DEFAULT,
+                ask_gap: ASK_GAP,
                 ask_rounds: 4,
                 front: true,
                 task_ask_after: 1,
@@ -190,6 +195,7 @@ impl SpinBudget {
                 rare_watch: 400,
                 ask: true,
                 spin_ask: SpinAsk::DEFAULT,
+                ask_gap: ASK_GAP,
                 ask_rounds: 7,
                 front: true,
                 task_ask_after: 1,
@@ -210,6 +216,7 @@ impl SpinBudget {
                 || match self.spin_ask {
                     SpinAsk::Never => false,
                     SpinAsk::Rare => rare(),
+                    SpinAsk::Paced => ask_pace::may_ask_now(self.ask_gap),
                     SpinAsk::Every => true,
                 })
     }
@@ -241,9 +248,11 @@ impl SpinBudget {
                     self.spin_ask = match value {
                         0 => SpinAsk::Never,
                         1 => SpinAsk::Every,
-                        _ => SpinAsk::Rare,
+                        2 => SpinAsk::Rare,
+                        _ => SpinAsk::Paced,
                     }
                 }
+                "askgap" => self.ask_gap = Duration::from_micros(value.into()),
                 "askpause" => self.ask_rounds = value,
                 "front" => self.front = value != 0,
                 "taskask" => self.task_ask_after = value,
@@ -278,6 +287,10 @@ pub(super) enum SpinAsk {
     /// one hog 8.6–13.8 µs against 10.9–15.2, beside four 11–56 against
     /// 10–55, the throughput rows within each other's spread.
     Rare,
+    /// Every thread, each at most once per `ask_gap` (`spinask=3`,
+    /// `askgap=MICROSECONDS`, 50 by default: `ask_pace.rs`). Not yet
+    /// measured.
+    Paced,
     /// Every thread (`spinask=1`). Measured on 16 cores (stop 44, three
     /// interleaved pairs of the lab's `locks` tables against `Never`): the
     /// occasional locker's p99 wait beside 15 and 32 busy threads 17–25
@@ -301,6 +314,9 @@ impl SpinAsk {
         SpinAsk::Never
     };
 }
+
+/// The default `ask_gap` (`ask_pace.rs`).
+const ASK_GAP: Duration = Duration::from_micros(50);
 
 /// The default `rare_gap` (`rare_parker.rs`, where its measurement is).
 const RARE_GAP: Duration = Duration::from_micros(250);
@@ -476,6 +492,12 @@ mod tests {
             assert!(budget.asks(false, || true) && !budget.asks(false, || false));
             budget.apply("spinask=1");
             assert!(budget.asks(false, || false), "every thread asks");
+            budget.apply("spinask=3,askgap=0");
+            assert_eq!(
+                (budget.spin_ask, budget.ask_gap),
+                (SpinAsk::Paced, Duration::ZERO)
+            );
+            assert!(budget.asks(false, || false), "a zero gap paces nobody");
             budget.apply("ask=0");
             assert!(!budget.asks(true, || true) && !budget.asks(false, || true));
         }
