@@ -11,7 +11,8 @@
 //! acquisitions from there) at least once per gap while it loses the
 //! races, but the hand-offs number at most one per gap per thread: 32
 //! threads with a 50 µs gap, at most 640,000 a second, against the 20–30
-//! million acquisitions a second of the busy rows. Not yet measured.
+//! million acquisitions a second of the busy rows. Not yet measured on
+//! many CPUs (on two, `spin.rs` says what it did).
 //!
 //! The clock is read only where the thread would otherwise park: once its
 //! spin budget is spent with nobody else asking.

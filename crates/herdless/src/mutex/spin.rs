@@ -289,7 +289,10 @@ pub(super) enum SpinAsk {
     Rare,
     /// Every thread, each at most once per `ask_gap` (`spinask=3`,
     /// `askgap=MICROSECONDS`, 50 by default: `ask_pace.rs`). Not yet
-    /// measured.
+    /// measured on many CPUs; on 2 cores (stop 44, three interleaved
+    /// pairs) the throughput rows within each other's spread, but the
+    /// occasional locker's p99 beside one hog 19.8–24.7 µs against
+    /// 8.7–15.0 (beside four 36–76 against 34–56): for many CPUs only.
     Paced,
     /// Every thread (`spinask=1`). Measured on 16 cores (stop 44, three
     /// interleaved pairs of the lab's `locks` tables against `Never`): the
