@@ -19,7 +19,11 @@
 //! time per acquisition. These counts say which CPUs those were: if the
 //! acquisitions per CPU second of the threads that ended on one CPU are
 //! far below another CPU's (`home_rate_spread` well under 1), where a
-//! thread ran decides its share, not the lock's queue.
+//! thread ran decides its share, not the lock's queue. Their first run
+//! on 16 cores (stop 44, README "Stop 44 on 16 cores"): at 8–16 threads
+//! the slowest thread had a CPU of its own and the others' CPU time, and
+//! the worst CPU's rate was 0.31–0.49 of the best's (std's 0.48–0.56):
+//! the races for the lock's line, which some CPUs win more often.
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -98,9 +102,10 @@ pub struct Placement {
     /// Its moves between CPUs against the workers' mean (1 when nobody
     /// moved).
     pub slowest_moves_share: f64,
-    /// Acquisitions per CPU second of the workers that ended on the
-    /// slowest home CPU, over the same for the fastest home CPU: 1 when
-    /// every CPU's threads got the lock as often for their CPU time.
+    /// Acquisitions per CPU second of the workers that ended on the home
+    /// CPU where that rate is lowest (not necessarily the slowest
+    /// worker's), over the same where it is highest: 1 when every CPU's
+    /// threads got the lock as often for their CPU time.
     pub home_rate_spread: f64,
 }
 
