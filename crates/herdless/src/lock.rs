@@ -15,7 +15,12 @@
 //! that slept relocks with a swap to 2 (it cannot know whether others still
 //! sleep), which costs at most one spare wake.
 //!
-//! The lock counts its contended acquisitions when the `stats` feature is on.
+//! The lock counts its contended acquisitions when the `stats` feature is
+//! on, and the time they waited (Linux's lockstat `waittime-total`: the
+//! kernel's measure of the time spent waiting for a contended lock, which
+//! a spinlock spends spinning: the profile ticks of the seed's
+//! `.text.lock.rwsem`), timing one contended acquisition in
+//! [`WAIT_SAMPLE`] per thread.
 
 use std::ops::{Deref, DerefMut};
 
@@ -33,12 +38,62 @@ const CONTENDED: u32 = 2;
 /// Rounds of exponential spinning before sleeping (1 + 2 + ... + 64 pauses).
 const SPIN_ROUNDS: u32 = 7;
 
+/// One contended acquisition in this many, per thread, is timed and counts
+/// for this many (two clock reads, one of them under the lock).
+pub(crate) const WAIT_SAMPLE: u64 = 16;
+
+#[cfg(all(feature = "stats", not(loom)))]
+std::thread_local! {
+    /// This thread's contended acquisitions of any `SpinParkLock`, for
+    /// choosing which to time.
+    static CONTENDED_HERE: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// When a timed contended acquisition began (nothing without the `stats`
+/// feature, or for one that is not timed).
+struct WaitClock(#[cfg(all(feature = "stats", not(loom)))] Option<std::time::Instant>);
+
+impl WaitClock {
+    /// Starts timing if this thread's contended acquisition is a sampled
+    /// one (one in [`WAIT_SAMPLE`]).
+    #[inline(always)]
+    fn start() -> Self {
+        WaitClock(
+            #[cfg(all(feature = "stats", not(loom)))]
+            CONTENDED_HERE.with(|n| {
+                let number = n.get();
+                n.set(number.wrapping_add(1));
+                number
+                    .is_multiple_of(WAIT_SAMPLE)
+                    .then(std::time::Instant::now)
+            }),
+        )
+    }
+
+    /// The wait this acquisition stands for, in nanoseconds: its own times
+    /// [`WAIT_SAMPLE`] if timed, else 0.
+    #[inline(always)]
+    fn elapsed_ns(self) -> u64 {
+        #[cfg(all(feature = "stats", not(loom)))]
+        return self.0.map_or(0, |t| {
+            u64::try_from(t.elapsed().as_nanos())
+                .unwrap_or(u64::MAX)
+                .saturating_mul(WAIT_SAMPLE)
+        });
+        #[cfg(not(all(feature = "stats", not(loom))))]
+        0
+    }
+}
+
 /// A lock around `T` for wait lists: spin briefly, then park.
 pub(crate) struct SpinParkLock<T> {
     state: AtomicU32,
     /// Contended acquisitions, counted by the thread that then holds the
     /// lock (no locked add on the lock's line by a thread still waiting).
     contended: HeldCounter,
+    /// The time contended acquisitions waited, in nanoseconds (sampled:
+    /// [`WAIT_SAMPLE`]), counted by the new holder.
+    waited_ns: HeldCounter,
     data: UnsafeCell<T>,
 }
 
@@ -60,6 +115,7 @@ impl<T> SpinParkLock<T> {
         SpinParkLock {
             state: AtomicU32::new(UNLOCKED),
             contended: HeldCounter::new(),
+            waited_ns: HeldCounter::new(),
             data: UnsafeCell::new(data),
         }
     }
@@ -70,6 +126,7 @@ impl<T> SpinParkLock<T> {
         SpinParkLock {
             state: AtomicU32::new(UNLOCKED),
             contended: HeldCounter::new(),
+            waited_ns: HeldCounter::new(),
             data: UnsafeCell::new(data),
         }
     }
@@ -91,9 +148,11 @@ impl<T> SpinParkLock<T> {
 
     #[cold]
     fn lock_contended(&self) {
+        let clock = WaitClock::start();
         self.acquire_contended();
         // Held now: count under the lock.
         self.contended.add_held(1);
+        self.waited_ns.add_held(clock.elapsed_ns());
     }
 
     fn acquire_contended(&self) {
@@ -128,6 +187,13 @@ impl<T> SpinParkLock<T> {
     /// Contended acquisitions so far (0 without the `stats` feature).
     pub(crate) fn contended_acquisitions(&self) -> u64 {
         self.contended.sum()
+    }
+
+    /// The time contended acquisitions waited so far, in nanoseconds,
+    /// estimated from one in [`WAIT_SAMPLE`] per thread (0 without the
+    /// `stats` feature).
+    pub(crate) fn waited_ns(&self) -> u64 {
+        self.waited_ns.sum()
     }
 }
 

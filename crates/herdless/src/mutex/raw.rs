@@ -15,7 +15,7 @@
 //! | LOCKED | `acquire` (`fetch_or`), a slow-path CAS, a hand-off on a sleeper's or the asker's behalf | `release` (`fetch_sub`); the fair release of a word nobody sleeps on | hand-offs to sleepers: yes; others: no |
 //! | PARKED | a thread or task about to park (CAS); a condvar moving waiters onto the word | whoever removes the last sleeper (the waking unlock, a fair unlock, the last sleeper leaving on timeout or a dropped task future), and a waking unlock that finds nobody | clear: yes; set: the condvar's yes, the parker's no (its park validates under the lock) |
 //! | WAKING | the unlock that decides to wake a sleeper (CAS; it hands the bit to the woken thread or task) | the owner: when it takes the lock (same CAS), when it parks again (its validation), when its task future is dropped (`give_up_waking`); the waking unlock that found nobody | clear on park and on nobody found: yes; others: no |
-//! | ASKING | a thread whose spin budget is spent, if ASKING and HANDED are clear (CAS): the WAKING owner, and with `SpinAsk` (an experiment, `spin.rs`) other spinners | the asker (taking the lock, or withdrawing before it parks); the unlock that gives it the lock | no |
+//! | ASKING | a thread whose spin budget is spent, if ASKING and HANDED are clear (CAS): the WAKING owner, and rare threads (`SpinAsk`, `spin.rs`: which others ask) | the asker (taking the lock, or withdrawing before it parks); the unlock that gives it the lock | no |
 //! | HANDED | the unlock that finds ASKING: it takes the lock back for the asker (CAS) | the asker, taking it over | no |
 //! | MONITOR | a condvar's first wait with the mutex, by its holder (`fetch_or`) | never | no |
 //!
@@ -102,23 +102,25 @@
 //! the request and goes back to sleep at the head of the queue.
 //!
 //! Other threads may ask too, once their budget is spent and if nobody
-//! else is asking (`spin.rs`, `SpinAsk`: every thread, rare threads only,
-//! or none, the default; under loom every thread asks, so the models
-//! cover it): the asker gets the lock at the next unlock instead of
+//! else is asking (`spin.rs`, `SpinAsk`: rare threads only, the default;
+//! every thread, paced or not; or none; under loom every thread asks, so
+//! the models cover it): the asker gets the lock at the next unlock instead of
 //! sleeping, or withdraws after a second budget and sleeps. Only one
 //! thread asks at a time (a request needs ASKING and HANDED clear), so
 //! HANDED always belongs to the one thread that asked; and an asker
 //! withdraws before it parks, so no thread sleeps owning ASKING or HANDED.
-//! It is for the slowest busy thread's share (on 16 cores, stop 44, the
-//! slowest of 16–32 busy threads took 0.34–0.51 of the mean against std's
-//! 0.65–0.72, with a CPU of its own and the others' CPU time) and the
-//! occasional locker's tail; what it cost and bought is in `spin.rs`.
+//! It is for the occasional locker's tail (on 16 cores, stop 45: its p99
+//! beside 15 and 32 busy threads 5.3–5.7 µs with rare threads asking,
+//! 19–371 without, std 55–123) and was tried for the slowest busy
+//! thread's share (stop 44: the slowest of 16–32 busy threads took
+//! 0.34–0.51 of the mean against std's 0.65–0.72, with a CPU of its own
+//! and the others' CPU time); what each form cost and bought is in
+//! `spin.rs`.
 //!
 //! A thread that rarely finds a mutex taken (`rare_parker.rs`) sleeps at
-//! the head of the queue (and asks first with `SpinAsk::Rare`): one that
-//! takes the lock once in a while waits for one wake, not behind every
-//! busy thread asleep in the queue. Without `SpinAsk::Rare` queue order
-//! is all that changes.
+//! the head of the queue, and asks first (`SpinAsk::Rare`): one that
+//! takes the lock once in a while is handed it at the next unlock, or
+//! waits for one wake, not behind every busy thread asleep in the queue.
 //! [`unlock_fair`](lock_api::MutexGuard::unlock_fair) hands the lock to the
 //! oldest sleeper, still held; and every 0.5 ms per table bucket the unlock
 //! that wakes a sleeping thread does the same if the lock is still free

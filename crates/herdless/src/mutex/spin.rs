@@ -275,24 +275,36 @@ impl SpinBudget {
 /// `raw.rs`) once their spin budget is spent, instead of going to sleep.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum SpinAsk {
-    /// None (`spinask=0`): the default. On two CPUs an asker that spins
-    /// while the holder waits for its CPU would be handed the lock while
-    /// descheduled.
+    /// None (`spinask=0`): stop 44's default. On 16 cores the occasional
+    /// locker beside 15 and 32 busy threads then waited 19–103 and
+    /// 35–397 µs at p99 (stop 45, four runs; std 56–66 and 86–138):
+    /// having spun, it slept behind the busy threads asleep in the queue.
     Never,
-    /// Rare threads (`spinask=2`, `rare_parker.rs`): the occasional locker
-    /// beside busy ones gets the lock at the next unlock instead of
-    /// sleeping, and busy threads never ask. Not yet measured on many
-    /// CPUs; on 2 cores (stop 44, four interleaved pairs of the mutex and
-    /// locker tables) neither better nor worse: the locker's p99 beside
-    /// one hog 8.6–13.8 µs against 10.9–15.2, beside four 11–56 against
-    /// 10–55, the throughput rows within each other's spread.
+    /// Rare threads (`spinask=2`, `rare_parker.rs`): the default. The
+    /// occasional locker beside busy ones gets the lock at the next
+    /// unlock instead of sleeping, and busy threads never ask, so the
+    /// lock still stays on the CPUs that run. Measured on 16 cores (stop
+    /// 45, two interleaved pairs of the `locks` tables against `Never`):
+    /// the locker's p99 wait beside 15 and 32 busy threads 5.3–5.7 µs
+    /// against 19–371 (std 55–123 in the same runs), the mutex rows
+    /// against std as without it (8–32 threads, 1/0: 2.93–3.49× against
+    /// 2.99–3.41×; 1 thread 0.96–1.00× against 0.97–1.00×); the slowest
+    /// busy thread's share at 16 threads (1/0) 0.51–0.52 against
+    /// 0.56–0.58 (std 0.54–0.64 in the four runs). On 2 cores (stop 44, four interleaved pairs of the
+    /// mutex and locker tables) neither better nor worse: the locker's
+    /// p99 beside one hog 8.6–13.8 µs against 10.9–15.2, beside four
+    /// 11–56 against 10–55, the throughput rows within each other's
+    /// spread.
     Rare,
     /// Every thread, each at most once per `ask_gap` (`spinask=3`,
-    /// `askgap=MICROSECONDS`, 50 by default: `ask_pace.rs`). Not yet
-    /// measured on many CPUs; on 2 cores (stop 44, three interleaved
-    /// pairs) the throughput rows within each other's spread, but the
-    /// occasional locker's p99 beside one hog 19.8–24.7 µs against
-    /// 8.7–15.0 (beside four 36–76 against 34–56): for many CPUs only.
+    /// `askgap=MICROSECONDS`, 50 by default: `ask_pace.rs`). On 16 cores
+    /// (stop 45, two interleaved pairs against `Never`) the locker's p99
+    /// beside 15 and 32 busy threads 12–18 µs (against 35–397), but the
+    /// busy threads' rows 0.73–0.77× at 8–32 threads (1/0), the hand-offs
+    /// of every thread's paced requests; on 2 cores (stop 44, three
+    /// interleaved pairs) the throughput rows within each other's spread,
+    /// but the locker's p99 beside one hog 19.8–24.7 µs against 8.7–15.0
+    /// (beside four 36–76 against 34–56).
     Paced,
     /// Every thread (`spinask=1`). Measured on 16 cores (stop 44, three
     /// interleaved pairs of the lab's `locks` tables against `Never`): the
@@ -314,7 +326,7 @@ impl SpinAsk {
     const DEFAULT: SpinAsk = if cfg!(loom) {
         SpinAsk::Every
     } else {
-        SpinAsk::Never
+        SpinAsk::Rare
     };
 }
 
@@ -484,15 +496,17 @@ mod tests {
     }
 
     #[test]
-    fn only_the_woken_thread_asks_by_default_and_spinask_widens_it() {
+    fn the_woken_and_rare_threads_ask_by_default_and_spinask_changes_who() {
         for cpus in [2, 16] {
             let mut budget = SpinBudget::for_cpus(cpus);
-            assert_eq!(budget.spin_ask, SpinAsk::Never);
+            assert_eq!(budget.spin_ask, SpinAsk::Rare);
             assert!(budget.asks(true, || unreachable!("the woken one is never asked")));
+            assert!(budget.asks(false, || true) && !budget.asks(false, || false));
+            budget.apply("spinask=0");
+            assert_eq!(budget.spin_ask, SpinAsk::Never);
             assert!(!budget.asks(false, || true), "a rare thread does not ask");
             budget.apply("spinask=2");
             assert_eq!(budget.spin_ask, SpinAsk::Rare);
-            assert!(budget.asks(false, || true) && !budget.asks(false, || false));
             budget.apply("spinask=1");
             assert!(budget.asks(false, || false), "every thread asks");
             budget.apply("spinask=3,askgap=0");

@@ -487,6 +487,7 @@ impl RawRwSem {
         RwSemStats {
             wait_lock_acquisitions: q.tallies.acquisitions.get(),
             contended_wait_lock_acquisitions: self.wait.contended_acquisitions(),
+            wait_lock_waited_ns: self.wait.waited_ns(),
             wait_lock_hold_ns: q.tallies.hold_ns.get(),
             wakeups: q.tallies.wakeups.get(),
             waits: q.tallies.waits.get(),

@@ -40,6 +40,10 @@ pub struct RwSemStats {
     /// Total time the wait lock was held, in nanoseconds, estimated from
     /// one hold in every 16 (each timed hold counts 16 times).
     pub wait_lock_hold_ns: u64,
+    /// Total time threads waited for the wait lock, in nanoseconds
+    /// (lockstat's `waittime-total`: spinning, then asleep), estimated
+    /// from one contended acquisition in every 16 per thread.
+    pub wait_lock_waited_ns: u64,
     /// Threads unparked: granted the lock by a release, downgrade or
     /// cancel (an upgrade waiting for readers included), or (with
     /// `AtomicCount`) a writer at the head of a free lock
