@@ -16,15 +16,17 @@
 #   004 whose contention needs 8–32 CPUs), counters off then on:
 #   <exp>-<nostats|stats>.json;
 # - STATS_PAIRS (default 3) alternating pairs, counters off then on, of the
-#   mutex tables and the rwsem (issue 23: what the counters cost, read from
-#   each pair's `compare`, the peers' B/A showing the drift between the two
-#   runs): stats-cost-<n>-<nostats|stats>.json and stats-cost-<n>.txt;
-# - SWEEPS (default "HERDLESS_MUTEX_TUNING=spinask=2@locks:throughput+scaling+occasional+queue":
-#   rare threads asking for the lock when their spin budget is spent,
-#   `mutex/spin.rs` `SpinAsk::Rare`, for the occasional locker's tail;
-#   stop 44 measured every thread asking, `spinask=1`; `spinask=3` paces
-#   every thread to one request per 50 µs, README "Stop 44 on 16
-#   cores"), each entry
+#   STATS_TABLES (default "mutex read/write": the mutex tables and the
+#   rwsem's; entries as `run --table` takes them, without spaces) of the
+#   `locks` and `rwsem` experiments (issue 23: what the counters cost, read
+#   from each pair's `compare`, the peers' B/A showing the drift between
+#   the two runs): stats-cost-<n>-<nostats|stats>.json and
+#   stats-cost-<n>.txt;
+# - SWEEPS (default "HERDLESS_MUTEX_TUNING=taskaskgap=500@async:throughput":
+#   a task woken in vain asking for the lock only 500 µs after its first
+#   wake in vain, `mutex/lock_async.rs`, for issue 25's held rows; stop 45
+#   made rare threads asking, `spinask=2`, the default, and measured
+#   `spinask=3`, every thread paced, README "On 16 cores"), each entry
 #   VARIABLE=VALUE@EXPERIMENT[:TABLE[+TABLE...]] (no spaces): the
 #   experiment (its tables whose title contains a TABLE) with counters off, run with the
 #   variable set and then without it: sweep-<n>-tuned.json,
@@ -68,7 +70,8 @@ target=x86_64-unknown-linux-gnu
 experiments=${EXPERIMENTS-locks rwsem herd async epoll futex-wake}
 stats_pairs=${STATS_PAIRS:-3}
 tables=${TABLES-restore:s3}
-sweeps=${SWEEPS-HERDLESS_MUTEX_TUNING=spinask=2@locks:throughput+scaling+occasional+queue}
+stats_tables=${STATS_TABLES-mutex read/write}
+sweeps=${SWEEPS-HERDLESS_MUTEX_TUNING=taskaskgap=500@async:throughput}
 sweep_stats=${SWEEP_STATS:-nostats}
 cfgs=${CFGS-herdless_forget_passers}
 # CPUS=one-per-core: the first CPU of each core's SMT siblings.
@@ -134,11 +137,13 @@ run() {
             done
         done
         # What the counters cost: alternating pairs, each compared.
+        local stats_filter=() table
+        for table in $stats_tables; do stats_filter+=(--table "$table"); done
         for n in $(seq 1 "$stats_pairs"); do
             for stats in nostats stats; do
                 echo
                 echo "#### counters' cost, pair $n, herdless counters: $stats (t=${SECONDS}s)"
-                ${pin[@]+"${pin[@]}"} "$bin/herdless-lab-$stats" run locks rwsem --table mutex --table 'read/write' \
+                ${pin[@]+"${pin[@]}"} "$bin/herdless-lab-$stats" run locks rwsem "${stats_filter[@]}" \
                     --json "$out/stats-cost-$n-$stats.json" || echo "(exit $?)"
             done
             ${pin[@]+"${pin[@]}"} "$bin/herdless-lab-nostats" compare "$out/stats-cost-$n-nostats.json" \

@@ -40,7 +40,8 @@ const SPIN_ROUNDS: u32 = 7;
 
 /// One contended acquisition in this many, per thread, is timed and counts
 /// for this many (two clock reads, one of them under the lock).
-pub(crate) const WAIT_SAMPLE: u64 = 16;
+#[cfg_attr(not(all(feature = "stats", not(loom))), allow(dead_code))]
+const WAIT_SAMPLE: u64 = 16;
 
 #[cfg(all(feature = "stats", not(loom)))]
 std::thread_local! {

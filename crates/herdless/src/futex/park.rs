@@ -23,7 +23,7 @@ use std::ptr::NonNull;
 
 use super::bucket::KeyedCursor;
 use super::calls::{ParkHow, Parked, RequeueOp, Unparked};
-use super::table::{FutexTable, Requeued, WakePolicy};
+use super::table::{Event, FutexTable, Requeued, WakePolicy};
 use super::waiter::{with_record, Keyed, Waiter};
 use crate::parker;
 use crate::sync::{fence, AtomicU32, Ordering};
@@ -79,7 +79,7 @@ impl FutexTable {
         timed_out: impl FnOnce(usize, bool),
         how: ParkHow,
     ) -> Parked {
-        self.counters.waits.add(1);
+        self.counters.add(Event::Waits, 1);
         let index = self.index(key);
         let bucket = &self.buckets[index];
 
@@ -109,12 +109,12 @@ impl FutexTable {
                 let ahead = !how.front && how.ahead && {
                     let first_anyway = queue.list.front().is_none();
                     let passes = queue.may_pass_head(node);
-                    let counter = if passes || first_anyway {
-                        &self.counters.parked_ahead
+                    let event = if passes || first_anyway {
+                        Event::ParkedAhead
                     } else {
-                        &self.counters.ahead_refused
+                        Event::AheadRefused
                     };
-                    counter.add(1);
+                    self.counters.add(event, 1);
                     passes
                 };
                 // SAFETY: the record stays at this address until
@@ -221,7 +221,7 @@ impl FutexTable {
     pub(crate) fn unpark(&self, key: usize, max: usize) -> usize {
         let index = self.index(key);
         if self.nobody_waits(index) {
-            self.counters.wakes_skipped.add(1);
+            self.counters.add(Event::WakesSkipped, 1);
             return 0;
         }
         self.unpark_locked(index, key, max, || {})
@@ -250,7 +250,7 @@ impl FutexTable {
         under_lock: impl FnOnce(),
         issue: impl FnOnce(&mut WakeList<Wakeup>),
     ) -> usize {
-        self.counters.wake_lock_acquisitions.add(1);
+        self.counters.add(Event::WakeLockAcquisitions, 1);
         let bucket = &self.buckets[index];
         let mut wakes = WakeList::new();
         let mut queue = bucket.queue.lock();
@@ -267,7 +267,7 @@ impl FutexTable {
         drop(queue);
         bucket.withdraw(woken);
         issue(&mut wakes);
-        self.counters.wakeups.add(woken as u64);
+        self.counters.add(Event::Wakeups, woken as u64);
         woken
     }
 
@@ -280,7 +280,7 @@ impl FutexTable {
         key: usize,
         decide: impl FnOnce(Unparked) -> NonZeroU32,
     ) -> Unparked {
-        self.counters.wake_lock_acquisitions.add(1);
+        self.counters.add(Event::WakeLockAcquisitions, 1);
         let bucket = &self.buckets[self.index(key)];
         let mut wakes = WakeList::new();
         let mut queue = bucket.queue.lock();
@@ -322,7 +322,7 @@ impl FutexTable {
         drop(queue);
         bucket.withdraw(result.unparked);
         wakes.wake_all();
-        self.counters.wakeups.add(result.unparked as u64);
+        self.counters.add(Event::Wakeups, result.unparked as u64);
         result
     }
 
@@ -398,9 +398,9 @@ impl FutexTable {
         target.withdraw(1);
         wakes.wake_all();
         if let Some(done) = result {
-            self.counters.requeues.add(1);
-            self.counters.wakeups.add(done.woken as u64);
-            self.counters.requeued.add(done.requeued as u64);
+            self.counters.add(Event::Requeues, 1);
+            self.counters.add(Event::Wakeups, done.woken as u64);
+            self.counters.add(Event::Requeued, done.requeued as u64);
         }
         result
     }

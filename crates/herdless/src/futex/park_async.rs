@@ -35,7 +35,7 @@ use std::ptr::NonNull;
 use std::task::Waker;
 
 use super::calls::Parked;
-use super::table::FutexTable;
+use super::table::{Event, FutexTable};
 use super::waiter::{Keyed, Waiter};
 use crate::sync::{fence, Ordering};
 use crate::util::sleeper::{Sleeper, WakerSlot};
@@ -105,7 +105,7 @@ impl TaskPark {
     ) -> bool {
         debug_assert!(!self.queued, "a queued task parks again");
         let table = self.table;
-        table.counters.waits.add(1);
+        table.counters.add(Event::Waits, 1);
         let index = table.index(key);
         let bucket = &table.buckets[index];
         let record: &Waiter = match &self.record {

@@ -6,7 +6,7 @@ use super::bucket::{Bucket, KeyedCursor};
 use super::calls::{ParkHow, Parked, RequeueOp};
 use super::error::{FutexError, RequeueError, WaitError};
 use crate::deadline::Deadline;
-use crate::stats::Counter;
+use crate::stats::CounterSet;
 use crate::sync::{AtomicU32, Ordering};
 
 pub(crate) use crate::variants::WakePolicy;
@@ -89,18 +89,35 @@ pub struct FutexStats {
     pub ahead_refused: u64,
 }
 
+/// What the table counts, each an index into [`Counters`]. One event per
+/// path: `wakes` is derived (skipped + lock acquisitions), so a skipped
+/// wake pays for exactly one count.
+#[derive(Clone, Copy, Debug)]
+pub(super) enum Event {
+    Waits,
+    WakesSkipped,
+    WakeLockAcquisitions,
+    Wakeups,
+    Requeues,
+    Requeued,
+    ParkedAhead,
+    AheadRefused,
+}
+
+/// The table's event counts: side by side in one line per thread
+/// (`stats.rs`, `CounterSet`), where eight counters were eight lines.
 #[derive(Default)]
-pub(super) struct Counters {
-    // One event per path: `wakes` is derived (skipped + lock acquisitions),
-    // so a skipped wake pays for exactly one count.
-    pub(super) waits: Counter,
-    pub(super) wakes_skipped: Counter,
-    pub(super) wake_lock_acquisitions: Counter,
-    pub(super) wakeups: Counter,
-    pub(super) requeues: Counter,
-    pub(super) requeued: Counter,
-    pub(super) parked_ahead: Counter,
-    pub(super) ahead_refused: Counter,
+pub(super) struct Counters(CounterSet<8>);
+
+impl Counters {
+    #[inline]
+    pub(super) fn add(&self, event: Event, n: u64) {
+        self.0.add(event as usize, n);
+    }
+
+    fn sum(&self, event: Event) -> u64 {
+        self.0.sum(event as usize)
+    }
 }
 
 /// The largest bucket count [`FutexTable::with_buckets`] accepts.
@@ -505,20 +522,20 @@ impl FutexTable {
     pub fn stats(&self) -> FutexStats {
         let c = &self.counters;
         FutexStats {
-            waits: c.waits.sum(),
-            wakes: c.wakes_skipped.sum() + c.wake_lock_acquisitions.sum(),
-            wakes_skipped: c.wakes_skipped.sum(),
-            wake_lock_acquisitions: c.wake_lock_acquisitions.sum(),
-            wakeups: c.wakeups.sum(),
-            requeues: c.requeues.sum(),
-            requeued: c.requeued.sum(),
+            waits: c.sum(Event::Waits),
+            wakes: c.sum(Event::WakesSkipped) + c.sum(Event::WakeLockAcquisitions),
+            wakes_skipped: c.sum(Event::WakesSkipped),
+            wake_lock_acquisitions: c.sum(Event::WakeLockAcquisitions),
+            wakeups: c.sum(Event::Wakeups),
+            requeues: c.sum(Event::Requeues),
+            requeued: c.sum(Event::Requeued),
             contended_lock_acquisitions: self
                 .buckets
                 .iter()
                 .map(|b| b.queue.contended_acquisitions())
                 .sum(),
-            parked_ahead: c.parked_ahead.sum(),
-            ahead_refused: c.ahead_refused.sum(),
+            parked_ahead: c.sum(Event::ParkedAhead),
+            ahead_refused: c.sum(Event::AheadRefused),
         }
     }
 }

@@ -63,6 +63,9 @@ pub(super) struct SpinBudget {
     /// Wakes in vain after which a task asks the next waking unlock for
     /// the lock (`lock_async.rs`, "Fairness"); 0: never asks.
     pub(super) task_ask_after: u32,
+    /// And how long after its first wake in vain, at the least
+    /// (`lock_async.rs`, "Fairness"); zero (the default): at once.
+    pub(super) task_ask_gap: Duration,
     /// The gap that makes a thread rare: one that finds a mutex taken at
     /// most once per gap sleeps at the head of the queue
     /// (`rare_parker.rs`); zero: no thread does.
@@ -76,7 +79,7 @@ impl SpinBudget {
     /// The budget for this machine (`HERDLESS_MUTEX_TUNING` overrides it
     /// for experiments: `pause=R,pausefree=R,yield=Y,past=0|1,watch=W,
     /// rarewatch=W,ask=0|1,spinask=0|1|2|3,askgap=MICROSECONDS,askpause=R,front=0|1,waking_yield=0|1|2,
-    /// rare=MICROSECONDS,rarecount=0|1,taskask=N`).
+    /// rare=MICROSECONDS,rarecount=0|1,taskask=N,taskaskgap=MICROSECONDS`).
     ///
     /// `waking_yield`: which mutexes' newcomers yield only while a woken
     /// thread is awake (0: none, 1: those a condvar waits with, the
@@ -131,6 +134,7 @@ impl SpinBudget {
                 ask_rounds: 4,
                 front: true,
                 task_ask_after: 1,
+                task_ask_gap: TASK_ASK_GAP,
                 rare_gap: RARE_GAP,
                 rare_counts: true,
             }
@@ -199,6 +203,7 @@ impl SpinBudget {
                 ask_rounds: 7,
                 front: true,
                 task_ask_after: 1,
+                task_ask_gap: TASK_ASK_GAP,
                 rare_gap: RARE_GAP,
                 rare_counts: true,
             }
@@ -256,6 +261,7 @@ impl SpinBudget {
                 "askpause" => self.ask_rounds = value,
                 "front" => self.front = value != 0,
                 "taskask" => self.task_ask_after = value,
+                "taskaskgap" => self.task_ask_gap = Duration::from_micros(value.into()),
                 "rare" => self.rare_gap = Duration::from_micros(value.into()),
                 "rarecount" => self.rare_counts = value != 0,
                 "waking_yield" => {
@@ -332,6 +338,10 @@ impl SpinAsk {
 
 /// The default `ask_gap` (`ask_pace.rs`).
 const ASK_GAP: Duration = Duration::from_micros(50);
+
+/// The default `task_ask_gap`: none (`lock_async.rs`, where its
+/// measurement is).
+const TASK_ASK_GAP: Duration = Duration::ZERO;
 
 /// The default `rare_gap` (`rare_parker.rs`, where its measurement is).
 const RARE_GAP: Duration = Duration::from_micros(250);
@@ -481,8 +491,10 @@ mod tests {
                 "by default a woken thread spins the whole budget before it asks"
             );
             assert_eq!(budget.task_ask_after, 1, "a task asks once woken in vain");
-            budget.apply("askpause=2,rarecount=0,taskask=4");
+            assert_eq!(budget.task_ask_gap, Duration::ZERO, "at once");
+            budget.apply("askpause=2,rarecount=0,taskask=4,taskaskgap=500");
             assert_eq!(budget.task_ask_after, 4);
+            assert_eq!(budget.task_ask_gap, Duration::from_micros(500));
             assert_eq!(count(&budget, true), 2);
             assert_eq!(count(&budget, false), budget.pause_rounds);
             assert!(!budget.rare_counts);
