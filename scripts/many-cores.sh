@@ -16,17 +16,16 @@
 #   004 whose contention needs 8–32 CPUs), counters off then on:
 #   <exp>-<nostats|stats>.json;
 # - STATS_PAIRS (default 3) alternating pairs, counters off then on, of the
-#   STATS_TABLES (default "mutex read/write": the mutex tables and the
-#   rwsem's; entries as `run --table` takes them, without spaces) of the
+#   STATS_TABLES (default "mutex notify_all queue read/write": the mutex,
+#   `notify_all` and bounded-queue tables, and the rwsem's; entries as `run --table` takes them, without spaces) of the
 #   `locks` and `rwsem` experiments (issue 23: what the counters cost, read
 #   from each pair's `compare`, the peers' B/A showing the drift between
 #   the two runs): stats-cost-<n>-<nostats|stats>.json and
 #   stats-cost-<n>.txt;
-# - SWEEPS (default "HERDLESS_MUTEX_TUNING=taskaskgap=500@async:throughput":
-#   a task woken in vain asking for the lock only 500 µs after its first
-#   wake in vain, `mutex/lock_async.rs`, for issue 25's held rows; stop 45
-#   made rare threads asking, `spinask=2`, the default, and measured
-#   `spinask=3`, every thread paced, README "On 16 cores"), each entry
+# - SWEEPS (default none; stop 45 swept `spinask=2`, rare threads asking,
+#   now the default, `spinask=3,askgap=50|200|500`, every thread paced,
+#   and `taskaskgap=500`, a task asking 500 µs after its first wake in
+#   vain, README "Stop 45 on 16 cores"), each entry
 #   VARIABLE=VALUE@EXPERIMENT[:TABLE[+TABLE...]] (no spaces): the
 #   experiment (its tables whose title contains a TABLE) with counters off, run with the
 #   variable set and then without it: sweep-<n>-tuned.json,
@@ -70,8 +69,8 @@ target=x86_64-unknown-linux-gnu
 experiments=${EXPERIMENTS-locks rwsem herd async epoll futex-wake}
 stats_pairs=${STATS_PAIRS:-3}
 tables=${TABLES-restore:s3}
-stats_tables=${STATS_TABLES-mutex read/write}
-sweeps=${SWEEPS-HERDLESS_MUTEX_TUNING=taskaskgap=500@async:throughput}
+stats_tables=${STATS_TABLES-mutex notify_all queue read/write}
+sweeps=${SWEEPS-}
 sweep_stats=${SWEEP_STATS:-nostats}
 cfgs=${CFGS-herdless_forget_passers}
 # CPUS=one-per-core: the first CPU of each core's SMT siblings.

@@ -118,10 +118,31 @@
 //! unlock hands it the lock. Its p99 beside 15 and 32 hogs fell to
 //! 5.3–5.7 µs (two interleaved pairs; 19–371 µs without, std 55–123),
 //! with the hogs' rows against std as without it.
+//!
+//! # Waiting for its turn (an experiment)
+//! Only one thread asks at a time (`raw.rs`), so a rare thread whose spin
+//! budget is spent while another thread asks sleeps instead, at the head
+//! of the queue if it may pass the head, else at the tail, behind every
+//! busy sleeper. On 16 cores (stop 45) its p99 beside 15 and 32 hogs was
+//! 5.3–7.4 µs in 13 of 16 cells but 317–635 µs in three, in runs where
+//! the lock stayed on a few CPUs (the hogs at twice their usual rate). A
+//! guess until counted (the stats build's `ahead_refused_share` and the
+//! hogs' sleeps): there the other hogs sleep, a woken one is nearly
+//! always asking, and a locker sent to the tail of that long queue waits
+//! through it at one wake per sleeper.
+//! `HERDLESS_MUTEX_TUNING=rareturns=N` lets a rare thread that would ask
+//! spin up to `N` more budgets for the asker to be served and ask then;
+//! 0, the default, keeps it as measured. Spinning is all it changes: the
+//! protocol, and who may ask, stay the same. On 2 cores (stop 45, three
+//! interleaved pairs, `rareturns=4`) neither better nor worse: the
+//! locker's p99 beside one hog 6.6–13.5 µs against 10.7–13.7, beside four
+//! 12.7–81 against 40–73, the mutex rows within each other's spread
+//! (8–32 threads, 1/0: 3.24–3.89× std against 2.00–3.45×). The 16-core
+//! machine decides it (README, "Stop 45 on 16 cores").
 
 use std::time::Duration;
 
-use super::spin::SpinBudget;
+use super::spin::{SpinAsk, SpinBudget};
 
 #[cfg(not(loom))]
 use std::cell::Cell;
@@ -152,6 +173,8 @@ pub(super) struct RareQuestion {
     gap: Duration,
     answer: Option<bool>,
     peeked: Option<bool>,
+    /// Budgets left to spin for its turn to ask ("Waiting for its turn").
+    turns_left: u32,
 }
 
 impl RareQuestion {
@@ -165,11 +188,24 @@ impl RareQuestion {
         if !woken && !gap.is_zero() && budget.rare_counts {
             note_contended();
         }
+        let asks = !woken && budget.spin_ask == SpinAsk::Rare;
         RareQuestion {
             gap,
             answer: None,
             peeked: None,
+            turns_left: if asks { budget.rare_turns } else { 0 },
         }
+    }
+
+    /// A thread that spun in vain finds another thread asking for the
+    /// lock: whether it spins one more budget for its turn to ask, being
+    /// rare, instead of sleeping ("Waiting for its turn").
+    pub(super) fn waits_for_turn(&mut self) -> bool {
+        if self.turns_left == 0 || !self.peek() {
+            return false;
+        }
+        self.turns_left -= 1;
+        true
     }
 
     /// Whether the thread would be rare if it slept now, without recording
@@ -274,6 +310,31 @@ mod tests {
             note_contended();
             std::thread::sleep(gap);
             assert!(sleeps_rarely(gap), "one contended acquisition in a gap is");
+        });
+    }
+
+    #[test]
+    fn only_a_rare_thread_waits_for_its_turn_and_only_so_often() {
+        on_a_fresh_thread(|| {
+            let hour = Duration::from_secs(3600);
+            let mut budget = SpinBudget {
+                rare_gap: hour,
+                spin_ask: SpinAsk::Rare,
+                rare_turns: 2,
+                ..*SpinBudget::get()
+            };
+            let mut question = RareQuestion::new(&budget, false);
+            assert!(question.waits_for_turn() && question.waits_for_turn());
+            assert!(!question.waits_for_turn(), "two turns, then it sleeps");
+            assert!(
+                !RareQuestion::new(&budget, true).waits_for_turn(),
+                "a woken thread asks as the woken one"
+            );
+            budget.spin_ask = SpinAsk::Every;
+            assert!(
+                !RareQuestion::new(&budget, false).waits_for_turn(),
+                "only where rare threads are the ones that ask"
+            );
         });
     }
 

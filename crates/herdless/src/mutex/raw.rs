@@ -322,6 +322,13 @@ impl RawMutex {
                 state = self.state.load(Ordering::Relaxed);
                 continue;
             }
+            if !woken && !asked && state & (ASKING | HANDED) != 0 && rare.waits_for_turn() {
+                // Another thread asks: a rare one spins for its turn
+                // (`rare_parker.rs`, an experiment) rather than sleep.
+                spin = SpinWait::new();
+                state = self.state.load(Ordering::Relaxed);
+                continue;
+            }
             if !asked
                 && !ask_spent
                 && state & (ASKING | HANDED) == 0

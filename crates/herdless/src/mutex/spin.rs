@@ -70,6 +70,9 @@ pub(super) struct SpinBudget {
     /// most once per gap sleeps at the head of the queue
     /// (`rare_parker.rs`); zero: no thread does.
     pub(super) rare_gap: Duration,
+    /// Budgets a rare thread that would ask spins for its turn while
+    /// another asks (`rare_parker.rs`); 0, the default: it sleeps.
+    pub(super) rare_turns: u32,
     /// Whether a thread's contended acquisitions since its last sleep count
     /// against its being rare (`rare_parker.rs`; off only in experiments).
     pub(super) rare_counts: bool,
@@ -79,7 +82,7 @@ impl SpinBudget {
     /// The budget for this machine (`HERDLESS_MUTEX_TUNING` overrides it
     /// for experiments: `pause=R,pausefree=R,yield=Y,past=0|1,watch=W,
     /// rarewatch=W,ask=0|1,spinask=0|1|2|3,askgap=MICROSECONDS,askpause=R,front=0|1,waking_yield=0|1|2,
-    /// rare=MICROSECONDS,rarecount=0|1,taskask=N,taskaskgap=MICROSECONDS`).
+    /// rare=MICROSECONDS,rarecount=0|1,rareturns=N,taskask=N,taskaskgap=MICROSECONDS`).
     ///
     /// `waking_yield`: which mutexes' newcomers yield only while a woken
     /// thread is awake (0: none, 1: those a condvar waits with, the
@@ -136,6 +139,7 @@ impl SpinBudget {
                 task_ask_after: 1,
                 task_ask_gap: TASK_ASK_GAP,
                 rare_gap: RARE_GAP,
+                rare_turns: 0,
                 rare_counts: true,
             }
         } else {
@@ -205,6 +209,7 @@ impl SpinBudget {
                 task_ask_after: 1,
                 task_ask_gap: TASK_ASK_GAP,
                 rare_gap: RARE_GAP,
+                rare_turns: 0,
                 rare_counts: true,
             }
         }
@@ -264,6 +269,7 @@ impl SpinBudget {
                 "taskaskgap" => self.task_ask_gap = Duration::from_micros(value.into()),
                 "rare" => self.rare_gap = Duration::from_micros(value.into()),
                 "rarecount" => self.rare_counts = value != 0,
+                "rareturns" => self.rare_turns = value,
                 "waking_yield" => {
                     self.waking_yield = match value {
                         0 => WakingYield::Never,
@@ -492,7 +498,8 @@ mod tests {
             );
             assert_eq!(budget.task_ask_after, 1, "a task asks once woken in vain");
             assert_eq!(budget.task_ask_gap, Duration::ZERO, "at once");
-            budget.apply("askpause=2,rarecount=0,taskask=4,taskaskgap=500");
+            budget.apply("askpause=2,rarecount=0,rareturns=3,taskask=4,taskaskgap=500");
+            assert_eq!(budget.rare_turns, 3);
             assert_eq!(budget.task_ask_after, 4);
             assert_eq!(budget.task_ask_gap, Duration::from_micros(500));
             assert_eq!(count(&budget, true), 2);
