@@ -220,6 +220,33 @@ impl<T> Drop for LockGuard<'_, T> {
     }
 }
 
+#[cfg(all(test, feature = "stats", not(loom)))]
+mod tests {
+    use super::*;
+
+    /// A contended acquisition is counted, and its wait is timed: a
+    /// thread's first contended acquisition is a sampled one, and it
+    /// waits at least until the holder has seen it asleep.
+    #[test]
+    fn a_contended_acquisition_counts_and_its_wait_is_timed() {
+        let lock = SpinParkLock::new(0u32);
+        let held = lock.lock();
+        std::thread::scope(|s| {
+            // A fresh thread: its first contended acquisition is timed.
+            let waiter = s.spawn(|| *lock.lock() += 1);
+            // It is asleep once it has swapped in CONTENDED.
+            while lock.state.load(Ordering::Relaxed) != CONTENDED {
+                std::thread::yield_now();
+            }
+            drop(held);
+            waiter.join().unwrap();
+        });
+        assert_eq!(*lock.lock(), 1);
+        assert_eq!(lock.contended_acquisitions(), 1);
+        assert!(lock.waited_ns() >= WAIT_SAMPLE, "one timed wait, scaled");
+    }
+}
+
 #[cfg(all(test, loom))]
 mod loom_tests {
     use super::*;
