@@ -1,5 +1,5 @@
 //! How often a thread may ask for a mutex when every thread may
-//! (`spin.rs`, `SpinAsk::Paced`): at most once per `ask_gap` per thread.
+//! (`spin_ask.rs`, `SpinAsk::Paced`): at most once per `ask_gap` per thread.
 //! An experiment for the slowest busy thread's share on many CPUs (issue
 //! 23), off by default.
 //!

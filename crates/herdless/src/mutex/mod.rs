@@ -68,6 +68,7 @@ mod marks;
 mod rare_parker;
 mod raw;
 mod spin;
+mod spin_ask;
 
 #[cfg(not(loom))]
 pub use async_ext::{MutexAsyncExt, MutexLockFuture};

@@ -114,7 +114,7 @@
 //!
 //! What the tail on sixteen CPUs needed was the rare thread asking for the
 //! lock when its spin budget is spent, instead of sleeping at all
-//! (`spin.rs`, `SpinAsk::Rare`, the default since stop 45): the next
+//! (`spin_ask.rs`, `SpinAsk::Rare`, the default since stop 45): the next
 //! unlock hands it the lock. Its p99 beside 15 and 32 hogs fell to
 //! 5.3–5.7 µs (two interleaved pairs; 19–371 µs without, std 55–123),
 //! with the hogs' rows against std as without it.
@@ -142,7 +142,8 @@
 
 use std::time::Duration;
 
-use super::spin::{SpinAsk, SpinBudget};
+use super::spin::SpinBudget;
+use super::spin_ask::SpinAsk;
 
 #[cfg(not(loom))]
 use std::cell::Cell;

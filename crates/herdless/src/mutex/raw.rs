@@ -15,7 +15,7 @@
 //! | LOCKED | `acquire` (`fetch_or`), a slow-path CAS, a hand-off on a sleeper's or the asker's behalf | `release` (`fetch_sub`); the fair release of a word nobody sleeps on | hand-offs to sleepers: yes; others: no |
 //! | PARKED | a thread or task about to park (CAS); a condvar moving waiters onto the word | whoever removes the last sleeper (the waking unlock, a fair unlock, the last sleeper leaving on timeout or a dropped task future), and a waking unlock that finds nobody | clear: yes; set: the condvar's yes, the parker's no (its park validates under the lock) |
 //! | WAKING | the unlock that decides to wake a sleeper (CAS; it hands the bit to the woken thread or task) | the owner: when it takes the lock (same CAS), when it parks again (its validation), when its task future is dropped (`give_up_waking`); the waking unlock that found nobody | clear on park and on nobody found: yes; others: no |
-//! | ASKING | a thread whose spin budget is spent, if ASKING and HANDED are clear (CAS): the WAKING owner, and rare threads (`SpinAsk`, `spin.rs`: which others ask) | the asker (taking the lock, or withdrawing before it parks); the unlock that gives it the lock | no |
+//! | ASKING | a thread whose spin budget is spent, if ASKING and HANDED are clear (CAS): the WAKING owner, and rare threads (`SpinAsk`, `spin_ask.rs`: which others ask) | the asker (taking the lock, or withdrawing before it parks); the unlock that gives it the lock | no |
 //! | HANDED | the unlock that finds ASKING: it takes the lock back for the asker (CAS) | the asker, taking it over | no |
 //! | MONITOR | a condvar's first wait with the mutex, by its holder (`fetch_or`) | never | no |
 //!
@@ -102,7 +102,7 @@
 //! the request and goes back to sleep at the head of the queue.
 //!
 //! Other threads may ask too, once their budget is spent and if nobody
-//! else is asking (`spin.rs`, `SpinAsk`: rare threads only, the default;
+//! else is asking (`spin_ask.rs`, `SpinAsk`: rare threads only, the default;
 //! every thread, paced or not; or none; under loom every thread asks, so
 //! the models cover it): the asker gets the lock at the next unlock instead of
 //! sleeping, or withdraws after a second budget and sleeps. Only one
