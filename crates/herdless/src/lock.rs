@@ -27,7 +27,7 @@ use std::ops::{Deref, DerefMut};
 use crossbeam_utils::Backoff;
 
 use crate::deadline::Deadline;
-use crate::stats::HeldCounter;
+use crate::stats::{HeldCounter, SampledClock};
 use crate::sync::{AtomicU32, Ordering, UnsafeCell};
 use crate::sys;
 
@@ -40,50 +40,28 @@ const SPIN_ROUNDS: u32 = 7;
 
 /// One contended acquisition in this many, per thread, is timed and counts
 /// for this many (two clock reads, one of them under the lock).
-#[cfg_attr(not(all(feature = "stats", not(loom))), allow(dead_code))]
 const WAIT_SAMPLE: u64 = 16;
 
-#[cfg(all(feature = "stats", not(loom)))]
+#[cfg(feature = "stats")]
 std::thread_local! {
-    /// This thread's contended acquisitions of any `SpinParkLock`, for
-    /// choosing which to time.
+    /// This thread's contended acquisitions of any `SpinParkLock`, which
+    /// number them for the sampled clock.
     static CONTENDED_HERE: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
 }
 
-/// When a timed contended acquisition began (nothing without the `stats`
-/// feature, or for one that is not timed).
-struct WaitClock(#[cfg(all(feature = "stats", not(loom)))] Option<std::time::Instant>);
-
-impl WaitClock {
-    /// Starts timing if this thread's contended acquisition is a sampled
-    /// one (one in [`WAIT_SAMPLE`]).
-    #[inline(always)]
-    fn start() -> Self {
-        WaitClock(
-            #[cfg(all(feature = "stats", not(loom)))]
-            CONTENDED_HERE.with(|n| {
-                let number = n.get();
-                n.set(number.wrapping_add(1));
-                number
-                    .is_multiple_of(WAIT_SAMPLE)
-                    .then(std::time::Instant::now)
-            }),
-        )
-    }
-
-    /// The wait this acquisition stands for, in nanoseconds: its own times
-    /// [`WAIT_SAMPLE`] if timed, else 0.
-    #[inline(always)]
-    fn elapsed_ns(self) -> u64 {
-        #[cfg(all(feature = "stats", not(loom)))]
-        return self.0.map_or(0, |t| {
-            u64::try_from(t.elapsed().as_nanos())
-                .unwrap_or(u64::MAX)
-                .saturating_mul(WAIT_SAMPLE)
-        });
-        #[cfg(not(all(feature = "stats", not(loom))))]
-        0
-    }
+/// Starts the clock of a contended acquisition, if it is this thread's
+/// sampled one.
+#[inline(always)]
+fn wait_clock() -> SampledClock<WAIT_SAMPLE> {
+    #[cfg(feature = "stats")]
+    let number = CONTENDED_HERE.with(|n| {
+        let number = n.get();
+        n.set(number.wrapping_add(1));
+        number
+    });
+    #[cfg(not(feature = "stats"))]
+    let number = 0;
+    SampledClock::start(number)
 }
 
 /// A lock around `T` for wait lists: spin briefly, then park.
@@ -149,7 +127,7 @@ impl<T> SpinParkLock<T> {
 
     #[cold]
     fn lock_contended(&self) {
-        let clock = WaitClock::start();
+        let clock = wait_clock();
         self.acquire_contended();
         // Held now: count under the lock.
         self.contended.add_held(1);

@@ -281,6 +281,42 @@ mod imp {
 #[allow(unused_imports)]
 pub(crate) use imp::{Counter, CounterSet, HeldCounter, SlowCounter, OWNED_SLOTS};
 
+/// Times one event in `EVERY` (the caller numbers them) and counts it for
+/// `EVERY`: two clock reads per event cost too much on a lock's path (the
+/// rwsem's wait-lock hold, the wait for a contended wait lock). Nothing
+/// without the `stats` feature.
+#[derive(Clone, Copy)]
+pub(crate) struct SampledClock<const EVERY: u64>(
+    #[cfg(feature = "stats")] Option<std::time::Instant>,
+);
+
+impl<const EVERY: u64> SampledClock<EVERY> {
+    /// Starts timing if event `number` is a sampled one (a multiple of
+    /// `EVERY`).
+    #[inline(always)]
+    pub(crate) fn start(_number: u64) -> Self {
+        SampledClock(
+            #[cfg(feature = "stats")]
+            _number.is_multiple_of(EVERY).then(std::time::Instant::now),
+        )
+    }
+
+    /// The time this event stands for, in nanoseconds: its own times
+    /// `EVERY` if it was timed, 0 otherwise (and without the `stats`
+    /// feature).
+    #[inline(always)]
+    pub(crate) fn elapsed_ns(self) -> u64 {
+        #[cfg(feature = "stats")]
+        return self.0.map_or(0, |t| {
+            u64::try_from(t.elapsed().as_nanos())
+                .unwrap_or(u64::MAX)
+                .saturating_mul(EVERY)
+        });
+        #[cfg(not(feature = "stats"))]
+        0
+    }
+}
+
 /// Whether the crate was built with the `stats` feature (counters read 0
 /// otherwise).
 ///

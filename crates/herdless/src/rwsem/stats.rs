@@ -5,8 +5,7 @@
 //! `const`-constructible. Only the wait lock's contended acquisitions are
 //! counted by the lock itself (a slow-path atomic).
 
-#[cfg(feature = "stats")]
-use std::time::Instant;
+use crate::stats::SampledClock;
 
 /// A semaphore's event counts (all zero without the `stats` feature).
 ///
@@ -110,36 +109,7 @@ impl Tallies {
 /// One wait-lock hold in this many is timed, and counts for this many: two
 /// clock reads under the wait lock on every acquisition cost the `stats`
 /// build 14% of its throughput at 32 threads on 16 cores (issue 23).
-#[cfg_attr(not(feature = "stats"), allow(dead_code))]
 pub(super) const HOLD_SAMPLE: u64 = 16;
 
 /// When the wait lock was taken, if this hold is one that is timed.
-#[derive(Clone, Copy)]
-pub(super) struct HoldClock(#[cfg(feature = "stats")] Option<Instant>);
-
-impl HoldClock {
-    /// Starts timing the hold if `acquisition` (its number) is a sampled
-    /// one.
-    #[inline(always)]
-    pub(super) fn start(_acquisition: u64) -> Self {
-        HoldClock(
-            #[cfg(feature = "stats")]
-            _acquisition.is_multiple_of(HOLD_SAMPLE).then(Instant::now),
-        )
-    }
-
-    /// The hold time this hold stands for, in nanoseconds: its own times
-    /// [`HOLD_SAMPLE`] if it was timed, 0 otherwise (and without the
-    /// `stats` feature).
-    #[inline(always)]
-    pub(super) fn elapsed_ns(self) -> u64 {
-        #[cfg(feature = "stats")]
-        return self.0.map_or(0, |t| {
-            u64::try_from(t.elapsed().as_nanos())
-                .unwrap_or(u64::MAX)
-                .saturating_mul(HOLD_SAMPLE)
-        });
-        #[cfg(not(feature = "stats"))]
-        0
-    }
-}
+pub(super) type HoldClock = SampledClock<HOLD_SAMPLE>;
