@@ -23,9 +23,10 @@
 #   the two runs): stats-cost-<n>-<nostats|stats>.json and
 #   stats-cost-<n>.txt;
 # - SWEEPS (default none; stop 45 swept `spinask=2`, rare threads asking,
-#   now the default, `spinask=3,askgap=50|200|500`, every thread paced,
-#   and `taskaskgap=500`, a task asking 500 µs after its first wake in
-#   vain, README "Stop 45 on 16 cores"), each entry
+#   now the default, and two experiments it then removed: every thread
+#   paced, `spinask=3,askgap=50|200|500`, and a task asking 500 µs after
+#   its first wake in vain, `taskaskgap=500`; README "Stop 45 on 16
+#   cores"), each entry
 #   VARIABLE=VALUE@EXPERIMENT[:TABLE[+TABLE...]] (no spaces): the
 #   experiment (its tables whose title contains a TABLE) with counters off, run with the
 #   variable set and then without it: sweep-<n>-tuned.json,

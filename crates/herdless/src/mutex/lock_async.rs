@@ -79,29 +79,20 @@
 //! 64 (and `RwSem::write_async`, whose queue is the rwsem's, 1.77–1.81).
 //!
 //! Asking after a time instead of a count, as async-lock's starvation
-//! mode does (0.5 ms) and the rwsem's writers do (`HANDOFF_AFTER`):
-//! `taskaskgap=MICROSECONDS` makes a task ask only once its first wake in
-//! vain is that long past (the clock is read only when a woken task parks
-//! again). Stop 45 measured 500 µs on 2 cores, four interleaved runs of
-//! both async mutex tables against the default (no gap): on smol's held
-//! rows herdless/async-lock 0.93–1.72 at 4–16 held (against 0.75–0.80)
-//! and 1.54–1.72 at 64 (1.18–1.28); but on tokio's runtime, the last
-//! three runs of each (the first was cold for both), herdless/tokio
-//! 0.79–1.02 at 4–64 held against 0.93–1.14. tokio's runtime runs a woken
-//! task next on the waking worker (its LIFO slot), so handing it the lock
-//! costs little there and every wake in vain it saves is a gain; smol
-//! queues the woken task behind others, and the lock it was handed idles
-//! meanwhile. Neither setting wins on both runtimes, and on 16 cores (stop
-//! 45, two interleaved pairs) the gap gave tokio's runtime 0.89–1.14×
-//! tokio's mutex at 4–64 held against 0.95–1.17× and smol nothing: the
-//! default stays (no gap).
+//! mode does (0.5 ms) and the rwsem's writers do (`HANDOFF_AFTER`), was
+//! measured and removed (stop 45): a task asking only once its first wake
+//! in vain was 500 µs past. On 2 cores, four interleaved runs of both
+//! async mutex tables, smol's held rows went to 0.93–1.72× async-lock at
+//! 4–16 held (against 0.75–0.80) but tokio's runtime's to 0.79–1.02×
+//! tokio (against 0.93–1.14); on 16 cores, two pairs, tokio's runtime
+//! 0.89–1.14× against 0.95–1.17× and smol unchanged. tokio's runtime runs
+//! a woken task next on the waking worker (its LIFO slot), so handing it
+//! the lock costs little there; smol queues it, and the lock handed to it
+//! idles meanwhile. The lock cannot see which a runtime does.
 
 use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll, Waker};
-use std::time::Duration;
-#[cfg(not(loom))]
-use std::time::Instant;
 
 use super::raw::{RawMutex, HANDOFF, LOCKED, PARKED, WAKING};
 use super::spin::SpinBudget;
@@ -144,8 +135,6 @@ pub struct RawLock<'a> {
     park: TaskPark,
     /// Wakes that found the lock held (the task parked again).
     vain: u32,
-    /// When the first of them came (module docs, "Fairness").
-    first_vain: VainClock,
 }
 
 impl RawMutex {
@@ -160,7 +149,6 @@ impl RawMutex {
             state: State::Idle,
             park: TaskPark::new(FutexTable::global()),
             vain: 0,
-            first_vain: VainClock::new(),
         }
     }
 
@@ -190,11 +178,9 @@ impl RawLock<'_> {
         let word = mutex.word();
         let budget = SpinBudget::get();
         let front = woken && budget.front;
-        // Asking once woken in vain `task_ask_after` times, the first of
-        // them at least `task_ask_gap` ago (module doc); the clock is read
-        // below, only where the task parks again.
+        // Asking once woken in vain `task_ask_after` times (module doc).
         let vain = self.vain + u32::from(woken);
-        let may_ask = woken && budget.task_ask_after != 0 && vain >= budget.task_ask_after;
+        let asks = woken && budget.task_ask_after != 0 && vain >= budget.task_ask_after;
         let mut state = word.load(Ordering::Relaxed);
         loop {
             // A spinning thread may be asking (ASKING), or have been given
@@ -232,7 +218,6 @@ impl RawLock<'_> {
             // task hands WAKING back in the same CAS, and the holder's
             // unlock, which comes after it, wakes the head of the queue,
             // which we are about to become (`raw.rs`).
-            let asks = may_ask && self.first_vain.since_at_least(budget.task_ask_gap);
             // SAFETY: `self` is pinned (`poll`'s receiver) and the record
             // is not queued (a grant took it out, or it never was).
             let queued = unsafe {
@@ -309,44 +294,6 @@ impl Drop for RawLock<'_> {
     fn drop(&mut self) {
         if self.park.is_queued() {
             self.cancel();
-        }
-    }
-}
-
-/// When a task was first woken in vain, read only when it parks again.
-/// Under loom, which has no clock, every gap has passed: the models ask by
-/// count alone.
-struct VainClock(#[cfg(not(loom))] Option<Instant>);
-
-impl VainClock {
-    const fn new() -> Self {
-        VainClock(
-            #[cfg(not(loom))]
-            None,
-        )
-    }
-
-    /// Whether `gap` has passed since the first call (which starts the
-    /// clock and answers `false`, unless `gap` is zero: no clock then).
-    fn since_at_least(&mut self, gap: Duration) -> bool {
-        #[cfg(not(loom))]
-        {
-            if gap.is_zero() {
-                return true;
-            }
-            let now = Instant::now();
-            match self.0 {
-                Some(first) => now.duration_since(first) >= gap,
-                None => {
-                    self.0 = Some(now);
-                    false
-                }
-            }
-        }
-        #[cfg(loom)]
-        {
-            let _ = gap;
-            true
         }
     }
 }

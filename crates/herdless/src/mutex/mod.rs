@@ -59,7 +59,6 @@
 //! assert_eq!(*counter.lock(), 4000);
 //! ```
 
-mod ask_pace;
 #[cfg(not(loom))]
 mod async_ext;
 mod fair_release;

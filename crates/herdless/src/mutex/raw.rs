@@ -103,7 +103,7 @@
 //!
 //! Other threads may ask too, once their budget is spent and if nobody
 //! else is asking (`spin_ask.rs`, `SpinAsk`: rare threads only, the default;
-//! every thread, paced or not; or none; under loom every thread asks, so
+//! every thread; or none; under loom every thread asks, so
 //! the models cover it): the asker gets the lock at the next unlock instead of
 //! sleeping, or withdraws after a second budget and sleeps. Only one
 //! thread asks at a time (a request needs ASKING and HANDED clear), so
@@ -115,7 +115,7 @@
 //! thread's share (stop 44: the slowest of 16–32 busy threads took
 //! 0.34–0.51 of the mean against std's 0.65–0.72, with a CPU of its own
 //! and the others' CPU time); what each form cost and bought is in
-//! `spin.rs`.
+//! `spin_ask.rs`.
 //!
 //! A thread that rarely finds a mutex taken (`rare_parker.rs`) sleeps at
 //! the head of the queue, and asks first (`SpinAsk::Rare`): one that

@@ -15,7 +15,6 @@
 use std::sync::OnceLock;
 use std::time::Duration;
 
-use super::ask_pace;
 use super::spin_ask::SpinAsk;
 use crate::deadline::Deadline;
 use crate::futex::ParkHow;
@@ -52,9 +51,6 @@ pub(super) struct SpinBudget {
     /// Which other threads that spun in vain ask too, if nobody else is
     /// asking, before they sleep (`raw.rs`, "Fairness"; with `ask`).
     pub(super) spin_ask: SpinAsk,
-    /// With [`SpinAsk::Paced`], how often a thread may ask
-    /// (`ask_pace.rs`).
-    pub(super) ask_gap: Duration,
     /// Rounds of exponential spinning a woken thread spends before it asks
     /// (at most `pause_rounds`; after asking it spins the whole budget).
     pub(super) ask_rounds: u32,
@@ -64,9 +60,6 @@ pub(super) struct SpinBudget {
     /// Wakes in vain after which a task asks the next waking unlock for
     /// the lock (`lock_async.rs`, "Fairness"); 0: never asks.
     pub(super) task_ask_after: u32,
-    /// And how long after its first wake in vain, at the least
-    /// (`lock_async.rs`, "Fairness"); zero (the default): at once.
-    pub(super) task_ask_gap: Duration,
     /// The gap that makes a thread rare: one that finds a mutex taken at
     /// most once per gap sleeps at the head of the queue
     /// (`rare_parker.rs`); zero: no thread does.
@@ -82,8 +75,8 @@ pub(super) struct SpinBudget {
 impl SpinBudget {
     /// The budget for this machine (`HERDLESS_MUTEX_TUNING` overrides it
     /// for experiments: `pause=R,pausefree=R,yield=Y,past=0|1,watch=W,
-    /// rarewatch=W,ask=0|1,spinask=0|1|2|3,askgap=MICROSECONDS,askpause=R,front=0|1,waking_yield=0|1|2,
-    /// rare=MICROSECONDS,rarecount=0|1,rareturns=N,taskask=N,taskaskgap=MICROSECONDS`).
+    /// rarewatch=W,ask=0|1,spinask=0|1|2,askpause=R,front=0|1,waking_yield=0|1|2,
+    /// rare=MICROSECONDS,rarecount=0|1,rareturns=N,taskask=N`).
     ///
     /// `waking_yield`: which mutexes' newcomers yield only while a woken
     /// thread is awake (0: none, 1: those a condvar waits with, the
@@ -134,11 +127,9 @@ impl SpinBudget {
                 rare_watch: 0,
                 ask: true,
                 spin_ask: SpinAsk::DEFAULT,
-                ask_gap: ASK_GAP,
                 ask_rounds: 4,
                 front: true,
                 task_ask_after: 1,
-                task_ask_gap: TASK_ASK_GAP,
                 rare_gap: RARE_GAP,
                 rare_turns: 0,
                 rare_counts: true,
@@ -204,11 +195,9 @@ impl SpinBudget {
                 rare_watch: 400,
                 ask: true,
                 spin_ask: SpinAsk::DEFAULT,
-                ask_gap: ASK_GAP,
                 ask_rounds: 7,
                 front: true,
                 task_ask_after: 1,
-                task_ask_gap: TASK_ASK_GAP,
                 rare_gap: RARE_GAP,
                 rare_turns: 0,
                 rare_counts: true,
@@ -227,7 +216,6 @@ impl SpinBudget {
                 || match self.spin_ask {
                     SpinAsk::Never => false,
                     SpinAsk::Rare => rare(),
-                    SpinAsk::Paced => ask_pace::may_ask_now(self.ask_gap),
                     SpinAsk::Every => true,
                 })
     }
@@ -260,14 +248,12 @@ impl SpinBudget {
                         0 => SpinAsk::Never,
                         1 => SpinAsk::Every,
                         2 => SpinAsk::Rare,
-                        _ => SpinAsk::Paced,
+                        _ => continue,
                     }
                 }
-                "askgap" => self.ask_gap = Duration::from_micros(value.into()),
                 "askpause" => self.ask_rounds = value,
                 "front" => self.front = value != 0,
                 "taskask" => self.task_ask_after = value,
-                "taskaskgap" => self.task_ask_gap = Duration::from_micros(value.into()),
                 "rare" => self.rare_gap = Duration::from_micros(value.into()),
                 "rarecount" => self.rare_counts = value != 0,
                 "rareturns" => self.rare_turns = value,
@@ -283,13 +269,6 @@ impl SpinBudget {
         }
     }
 }
-
-/// The default `ask_gap` (`ask_pace.rs`).
-const ASK_GAP: Duration = Duration::from_micros(50);
-
-/// The default `task_ask_gap`: none (`lock_async.rs`, where its
-/// measurement is).
-const TASK_ASK_GAP: Duration = Duration::ZERO;
 
 /// The default `rare_gap` (`rare_parker.rs`, where its measurement is).
 const RARE_GAP: Duration = Duration::from_micros(250);
@@ -439,11 +418,9 @@ mod tests {
                 "by default a woken thread spins the whole budget before it asks"
             );
             assert_eq!(budget.task_ask_after, 1, "a task asks once woken in vain");
-            assert_eq!(budget.task_ask_gap, Duration::ZERO, "at once");
-            budget.apply("askpause=2,rarecount=0,rareturns=3,taskask=4,taskaskgap=500");
+            budget.apply("askpause=2,rarecount=0,rareturns=3,taskask=4");
             assert_eq!(budget.rare_turns, 3);
             assert_eq!(budget.task_ask_after, 4);
-            assert_eq!(budget.task_ask_gap, Duration::from_micros(500));
             assert_eq!(count(&budget, true), 2);
             assert_eq!(count(&budget, false), budget.pause_rounds);
             assert!(!budget.rare_counts);
@@ -470,12 +447,8 @@ mod tests {
             assert_eq!(budget.spin_ask, SpinAsk::Rare);
             budget.apply("spinask=1");
             assert!(budget.asks(false, || false), "every thread asks");
-            budget.apply("spinask=3,askgap=0");
-            assert_eq!(
-                (budget.spin_ask, budget.ask_gap),
-                (SpinAsk::Paced, Duration::ZERO)
-            );
-            assert!(budget.asks(false, || false), "a zero gap paces nobody");
+            budget.apply("spinask=3");
+            assert_eq!(budget.spin_ask, SpinAsk::Every, "no such form: unchanged");
             budget.apply("ask=0");
             assert!(!budget.asks(true, || true) && !budget.asks(false, || true));
         }

@@ -4,6 +4,20 @@
 //! busy threads asleep in the queue (issue 23). Each form below, with what
 //! it cost and bought on 16 cores; `HERDLESS_MUTEX_TUNING=spinask=N`
 //! chooses one for experiments (`spin.rs`).
+//!
+//! Measured and removed (stop 45): every thread asking, each at most once
+//! per gap (`spinask=3`, a thread-local clock read where the thread would
+//! otherwise park). At 50 µs, on 16 cores (two interleaved pairs against
+//! `Never`), the occasional locker's p99 beside 15 and 32 busy threads was
+//! 12–18 µs (against 35–397) but the busy threads' rows 0.73–0.77× at 8–32
+//! threads (1/0): the hand-offs of every thread's paced requests. At 200
+//! and 500 µs (two pairs each) 11.6–26.5 µs and the busy rows as without
+//! it, but two of the four runs in a regime where the lock stayed on a few
+//! CPUs and the slowest of 16 busy threads took 0.19–0.21 of the mean. On
+//! 2 cores (stop 44, three interleaved pairs at 50 µs) the throughput rows
+//! within each other's spread, but the locker's p99 beside one hog
+//! 19.8–24.7 µs against 8.7–15.0. Rare threads asking alone did better on
+//! both machines.
 
 /// Which threads other than the woken one ask for the lock (ASKING,
 /// `raw.rs`) once their spin budget is spent, instead of going to sleep.
@@ -33,20 +47,6 @@ pub(super) enum SpinAsk {
     /// against 10.9–15.2, beside four 11–56 against 10–55, the throughput
     /// rows within each other's spread.
     Rare,
-    /// Every thread, each at most once per `ask_gap` (`spinask=3`,
-    /// `askgap=MICROSECONDS`, 50 by default: `ask_pace.rs`). On 16 cores
-    /// (stop 45, two interleaved pairs against `Never`) the locker's p99
-    /// beside 15 and 32 busy threads 12–18 µs (against 35–397), but the
-    /// busy threads' rows 0.73–0.77× at 8–32 threads (1/0), the hand-offs
-    /// of every thread's paced requests. At 200 and 500 µs (two pairs
-    /// each) 11.6–26.5 µs and the busy rows as without it, but two of the
-    /// four runs in a regime where the lock stayed on a few CPUs and the
-    /// slowest of 16 busy threads took 0.19–0.21 of the mean. On 2 cores
-    /// (stop 44, three
-    /// interleaved pairs) the throughput rows within each other's spread,
-    /// but the locker's p99 beside one hog 19.8–24.7 µs against 8.7–15.0
-    /// (beside four 36–76 against 34–56).
-    Paced,
     /// Every thread (`spinask=1`). Measured on 16 cores (stop 44, three
     /// interleaved pairs of the lab's `locks` tables against `Never`): the
     /// occasional locker's p99 wait beside 15 and 32 busy threads 17–25
