@@ -89,7 +89,8 @@ pub struct FutexStats {
     pub ahead_refused: u64,
 }
 
-/// What the table counts, each an index into [`Counters`]. One event per
+/// What the table counts, each an index into [`Counters`] (the last one
+/// sizes it). One event per
 /// path: `wakes` is derived (skipped + lock acquisitions), so a skipped
 /// wake pays for exactly one count.
 #[derive(Clone, Copy, Debug)]
@@ -107,7 +108,7 @@ pub(super) enum Event {
 /// The table's event counts: side by side in one line per thread
 /// (`stats.rs`, `CounterSet`), where eight counters were eight lines.
 #[derive(Default)]
-pub(super) struct Counters(CounterSet<8>);
+pub(super) struct Counters(CounterSet<{ Event::AheadRefused as usize + 1 }>);
 
 impl Counters {
     #[inline]
